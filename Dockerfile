@@ -1,0 +1,39 @@
+# rmsnorm-dashboard on a cloud GPU:
+#   docker build -t rmsnorm-dashboard .
+#   docker run --gpus all -p 8000:8000 -e RMSNORM_API_TOKEN=change-me -v rmsnorm-data:/data rmsnorm-dashboard
+# The image brings CUDA, PyTorch and Triton; this project adds only its own code and the web stack.
+FROM pytorch/pytorch:2.9.0-cuda13.0-cudnn9-runtime
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    RMSNORM_DATA_DIR=/data
+
+WORKDIR /opt/rmsnorm-dashboard
+
+COPY pyproject.toml README.md ./
+COPY kernels ./kernels
+COPY app ./app
+COPY static ./static
+COPY templates ./templates
+COPY results ./results
+COPY examples ./examples
+
+# Editable install: the service finds static/, templates/ and results/ beside its source.
+# torch is not a dependency of the package, so the image's CUDA build of torch stays as it is.
+RUN pip install --no-cache-dir -e ".[web]" \
+    && groupadd --gid 10001 rmsnorm && useradd --create-home --uid 10001 --gid 10001 --shell /usr/sbin/nologin rmsnorm \
+    && mkdir -p /data \
+    && chown 10001:10001 /data
+
+USER 10001:10001
+VOLUME ["/data"]
+EXPOSE 8000
+
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/api/health', timeout=4)"]
+
+# Bound to 0.0.0.0 inside the container, the service requires RMSNORM_API_TOKEN for POST /benchmark and DELETE;
+# set RMSNORM_ALLOW_NO_TOKEN=1 to disable that deliberately.
+CMD ["rmsnorm-dash", "serve", "--host", "0.0.0.0", "--port", "8000", "--data", "/data"]
