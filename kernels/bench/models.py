@@ -1,0 +1,287 @@
+"""The engine's data shapes (pydantic v2): what a benchmark request is, and what a run produces.
+
+The same models are the request body of ``POST /benchmark``, the lines of the stream, the rows of the
+store and the contents of ``results/*.json`` (see docs/ARCHITECTURE.md). They import no torch, so the
+service can validate a request without touching a device.
+
+- `Sweep`: the request. Every field has a default; lists are non-empty, unique, at most 64 entries;
+  dtype names are normalised to torch's spelling (``bf16`` → ``bfloat16``); implementation names are
+  checked against the registry (pass ``context={"registry": reg}`` to `Sweep.model_validate` to use
+  another registry than the global one).
+- `Case`: one measurement (implementation, pass, dtype, M, N).
+- `RunHeader`, `ResultRow`, `RunFile`: exactly the documented JSON; the field ``pass`` is a Python
+  keyword, so the attribute is ``pass_`` and every dump uses the alias (``model_dump()`` → ``"pass"``).
+  Rows and headers accept extra fields, so a newer engine's files still load here.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+
+from kernels.registry import REGISTRY, Registry, load_all
+
+MAX_LIST = 64
+MAX_M = 1 << 20
+MAX_N = 65536
+MAX_ELEMENTS = 1 << 31
+"""Largest M·N of one case (elements of x)."""
+
+DTYPE_ALIASES = {
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float16": "float16",
+    "fp16": "float16",
+    "half": "float16",
+    "float32": "float32",
+    "fp32": "float32",
+    "float": "float32",
+}
+"""Accepted dtype spellings → torch's spelling (also accepted with a ``torch.`` prefix)."""
+
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+
+Pass = Literal["fwd", "bwd"]
+Status = Literal["ok", "skipped", "error"]
+Mode = Literal["cuda", "cpu", "interpreter"]
+
+_DEVICE_RE = re.compile(r"^(auto|cpu|cuda(:\d{1,3})?)$")
+
+_registry_loaded = False
+
+
+def default_registry() -> Registry:
+    """The global registry, populated once per process (built-ins, entry points, ``RMSNORM_PLUGINS``)."""
+    global _registry_loaded
+    if not _registry_loaded:
+        load_all()
+        _registry_loaded = True
+    return REGISTRY
+
+
+def normalise_dtype(name: str) -> str:
+    """``"bf16"`` → ``"bfloat16"``; raises ValueError naming the accepted spellings."""
+    key = str(name).strip().lower()
+    key = key[len("torch."):] if key.startswith("torch.") else key
+    try:
+        return DTYPE_ALIASES[key]
+    except KeyError:
+        raise ValueError(
+            f"unknown dtype {name!r}; use one of bfloat16, float16, float32 (or bf16, fp16, half, fp32, float)"
+        ) from None
+
+
+class AliasModel(BaseModel):
+    """Dumps by alias by default, so ``pass_`` is written as ``"pass"`` everywhere."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
+        kwargs.setdefault("by_alias", True)
+        return super().model_dump(**kwargs)
+
+    def model_dump_json(self, **kwargs: Any) -> str:
+        kwargs.setdefault("by_alias", True)
+        return super().model_dump_json(**kwargs)
+
+
+def _unique_bounded(values: list, field: str) -> list:
+    if not values:
+        raise ValueError(f"{field} must not be empty")
+    if len(values) > MAX_LIST:
+        raise ValueError(f"{field} has {len(values)} entries; at most {MAX_LIST} are allowed")
+    seen = set()
+    dupes = [v for v in values if v in seen or seen.add(v)]
+    if dupes:
+        raise ValueError(f"{field} has repeated entries: {sorted(set(dupes))}")
+    return values
+
+
+class Sweep(AliasModel):
+    """A benchmark request: every combination of implementations × passes × dtypes × M × N is one case."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    implementations: Optional[list[str]] = Field(
+        default=None, description="implementation names; omitted or null = every implementation available here"
+    )
+    passes: list[Pass] = Field(default_factory=lambda: ["fwd", "bwd"])
+    dtypes: list[str] = Field(default_factory=lambda: ["bfloat16"], description="bfloat16/float16/float32 or bf16/fp16/fp32/half/float")
+    M: list[int] = Field(default_factory=lambda: [4096, 16384, 65536], description=f"rows, 1..{MAX_M}")
+    N: list[int] = Field(default_factory=lambda: [512, 1024, 2048, 4096, 8192, 16384], description=f"row length, 1..{MAX_N}")
+    repetitions: int = Field(default=100, ge=1, le=10000)
+    warmup: int = Field(default=10, ge=0, le=1000)
+    device: str = Field(default="auto", description='"auto", "cpu", "cuda" or "cuda:<index>"')
+    timing: Literal["events", "cuda-graph"] = "events"
+    triton_interpreter: bool = Field(
+        default=False, description="on CPU, run Triton kernels under the Triton interpreter (interpreter timings)"
+    )
+
+    @field_validator("implementations")
+    @classmethod
+    def _known_implementations(cls, value: Optional[list[str]], info: ValidationInfo) -> Optional[list[str]]:
+        if value is None:
+            return None
+        _unique_bounded(value, "implementations")
+        registry = (info.context or {}).get("registry")
+        if registry is None:
+            registry = default_registry()
+        unknown = [name for name in value if name not in registry]
+        if unknown:
+            known = ", ".join(registry.names()) or "none"
+            raise ValueError(f"unknown implementation(s) {', '.join(map(repr, unknown))}; known: {known}")
+        return value
+
+    @field_validator("passes")
+    @classmethod
+    def _passes(cls, value: list[str]) -> list[str]:
+        return _unique_bounded(value, "passes")
+
+    @field_validator("dtypes", mode="before")
+    @classmethod
+    def _dtypes(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list):
+            return value
+        return _unique_bounded([normalise_dtype(v) for v in value], "dtypes")
+
+    @field_validator("M")
+    @classmethod
+    def _m(cls, value: list[int]) -> list[int]:
+        _unique_bounded(value, "M")
+        bad = [m for m in value if not 1 <= m <= MAX_M]
+        if bad:
+            raise ValueError(f"M values must be in 1..{MAX_M}, got {bad}")
+        return value
+
+    @field_validator("N")
+    @classmethod
+    def _n(cls, value: list[int], info: ValidationInfo) -> list[int]:
+        _unique_bounded(value, "N")
+        bad = [n for n in value if not 1 <= n <= MAX_N]
+        if bad:
+            raise ValueError(f"N values must be in 1..{MAX_N}, got {bad}")
+        ms = info.data.get("M")
+        if ms:
+            too_big = [(m, n) for m in ms for n in value if m * n > MAX_ELEMENTS]
+            if too_big:
+                m, n = max(too_big, key=lambda mn: mn[0] * mn[1])
+                raise ValueError(
+                    f"M·N must be at most {MAX_ELEMENTS} elements per case; M={m} × N={n} = {m * n}"
+                )
+        return value
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, value: str) -> str:
+        value = value.strip().lower()
+        if not _DEVICE_RE.match(value):
+            raise ValueError(f'device must be "auto", "cpu", "cuda" or "cuda:<index>", got {value!r}')
+        return value
+
+
+class Case(AliasModel):
+    """One measurement."""
+
+    impl: str
+    pass_: Pass = Field(alias="pass")
+    dtype: str
+    M: int
+    N: int
+
+    def label(self) -> str:
+        return f"{self.impl} {self.pass_} {self.dtype} {self.M}x{self.N}"
+
+
+class DeviceInfo(AliasModel):
+    """The run header's ``device``."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    kind: Literal["cuda", "cpu"]
+    index: Optional[int] = None
+    name: str
+    uuid: Optional[str] = None
+    sm_count: int = Field(description="streaming multiprocessors; on CPU the logical cores")
+    memory_bytes: int
+    l2_bytes: int = Field(description="L2 cache; on CPU the last-level cache")
+    capability: Optional[str] = None
+
+
+class RowDevice(AliasModel):
+    """A row's ``device``: enough to put it in its per-GPU lane."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    index: Optional[int] = None
+    name: str
+    uuid: Optional[str] = None
+
+
+class RunHeader(AliasModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    run_id: str
+    created_at: str = Field(description="ISO 8601 UTC, e.g. 2026-12-02T14:00:00Z")
+    device: DeviceInfo
+    ceiling_GBps: Optional[float] = Field(description="measured copy bandwidth, read+write bytes / median time")
+    ceiling_method: str
+    versions: dict[str, Optional[str]]
+    git_commit: Optional[str] = None
+    host: Optional[str] = None
+    sweep: dict[str, Any] = Field(description="the request, with the implementation list resolved")
+
+
+class ResultRow(AliasModel):
+    """One case's result. Times are null unless ``status == "ok"``; ``reason`` says why otherwise."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    run_id: str
+    impl: str
+    pass_: Pass = Field(alias="pass")
+    dtype: str
+    M: int
+    N: int
+    status: Status
+    reason: Optional[str] = None
+    median_us: Optional[float] = None
+    min_us: Optional[float] = None
+    max_us: Optional[float] = None
+    q1_us: Optional[float] = None
+    q3_us: Optional[float] = None
+    repetitions: int = 0
+    bytes: int = Field(description="minimum bytes of the pass (kernels.bench.byte_model)")
+    actual_bytes: Optional[int] = Field(default=None, description="bytes incl. known extra traffic, where known")
+    GBps: Optional[float] = Field(default=None, description="bytes / median time, 1e9 bytes per second")
+    pct_of_ceiling: Optional[float] = Field(default=None, description="GBps as a percentage (0–100) of the run's ceiling")
+    mode: Mode
+    device: RowDevice
+    launch: Optional[dict[str, Any]] = None
+    started_at: float
+    ended_at: float
+
+    def case(self) -> Case:
+        return Case(impl=self.impl, pass_=self.pass_, dtype=self.dtype, M=self.M, N=self.N)
+
+
+class RunFile(AliasModel):
+    """A result file / ``GET /api/runs/{id}``: ``{"run": header, "rows": [...], "summary": {...}}``."""
+
+    run: RunHeader
+    rows: list[ResultRow] = Field(default_factory=list)
+    summary: dict[str, Any] = Field(default_factory=dict)
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    """One short line per problem, each starting with the field it is about."""
+    lines = []
+    for err in exc.errors(include_url=False):
+        field = ".".join(str(p) for p in err.get("loc", ())) or "request"
+        msg = err.get("msg", "invalid")
+        msg = msg[len("Value error, "):] if msg.startswith("Value error, ") else msg
+        lines.append(f"{field}: {msg}")
+    return "\n".join(lines)
