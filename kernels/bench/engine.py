@@ -1,0 +1,336 @@
+"""The benchmark engine: a sweep becomes cases, each case becomes one `ResultRow`, one at a time.
+
+    plan(sweep)                     -> [Case, ...]   dtype → pass → M → N → implementation, so all
+                                                     implementations of one shape are measured together
+    DeviceBench(device).run_case(case, ...) -> ResultRow   never raises for a kernel's failure
+    iter_run(sweep, ...)            -> RunHeader, then one ResultRow per case (a generator: the service
+                                       streams it; ``cancel`` is checked between cases)
+    run_sweep(sweep, ...)           -> RunFile (header, rows, summary)
+
+A case is skipped, with its reason, BEFORE anything is allocated when: the implementation is not
+registered or not available here, it does not provide the pass, it is a Triton kernel on CPU and the
+Triton interpreter was not asked for (or was not switched on before Triton was imported), cuda-graph
+timing is asked for on CPU, or the memory estimate (kernels.bench.memory) exceeds the free memory. A
+failure while running (an exception from the kernel, a wrong output shape, out of memory) makes an
+``error`` row with the reason; the next case still runs.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+import uuid
+import zlib
+from typing import Any, Callable, Iterator, Mapping, Optional, Union
+
+import torch
+
+from kernels.bench import device as devices
+from kernels.bench import memory
+from kernels.bench.byte_model import actual_bytes, element_size, min_bytes
+from kernels.bench.ceiling import Ceiling, measure_copy
+from kernels.bench.models import Case, ResultRow, RunFile, RunHeader, Sweep, default_registry
+from kernels.bench.summary import summarize
+from kernels.bench.timing import (
+    EPS,
+    BackwardWorkload,
+    ForwardWorkload,
+    measure,
+    measure_cuda_graph,
+    needs_flush,
+    random_inputs,
+    rotating_sets,
+)
+from kernels.registry import Implementation, Registry
+
+TORCH_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+MAX_REASON = 600
+
+
+def runs_triton(impl: Implementation) -> bool:
+    """Whether an implementation launches Triton kernels (so on CPU it needs the Triton interpreter)."""
+    module = getattr(impl.fn, "__module__", "") or ""
+    return (
+        "triton" in impl.requires
+        or "liger_kernel" in impl.requires
+        or impl.name.startswith("triton")
+        or module.startswith("kernels.triton")
+    )
+
+
+def _validated(sweep: Union[Sweep, Mapping[str, Any]], registry: Registry) -> Sweep:
+    if isinstance(sweep, Sweep):
+        return sweep
+    return Sweep.model_validate(dict(sweep), context={"registry": registry})
+
+
+def resolve_implementations(sweep: Sweep, registry: Registry) -> list[str]:
+    """The sweep's list, or every registered implementation available in this process."""
+    if sweep.implementations is not None:
+        return list(sweep.implementations)
+    return [impl.name for impl in registry if impl.unavailable_reason() is None]
+
+
+def plan(sweep: Union[Sweep, Mapping[str, Any]], registry: Optional[Registry] = None) -> list[Case]:
+    registry = default_registry() if registry is None else registry
+    sweep = _validated(sweep, registry)
+    names = resolve_implementations(sweep, registry)
+    return [
+        Case(impl=name, pass_=pass_, dtype=dtype, M=m, N=n)
+        for dtype in sweep.dtypes
+        for pass_ in sweep.passes
+        for m in sweep.M
+        for n in sweep.N
+        for name in names
+    ]
+
+
+def _short(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return text if len(text) <= MAX_REASON else text[: MAX_REASON - 1] + "…"
+
+
+class DeviceBench:
+    """Measures cases on one device. The copy ceiling is measured once per DeviceBench, on first use."""
+
+    def __init__(self, device: str = "auto", ceiling_bytes: Optional[int] = None, registry: Optional[Registry] = None):
+        self.device = devices.resolve(device)
+        self.info = devices.describe(self.device)
+        self.registry = default_registry() if registry is None else registry
+        self.ceiling_bytes = ceiling_bytes
+        self._ceiling: Optional[Ceiling] = None
+        self._ceiling_error: Optional[str] = None
+
+    # -- ceiling -------------------------------------------------------------------------------------
+    def ceiling(self) -> Optional[Ceiling]:
+        """The measured copy ceiling (None if it could not be measured; see `ceiling_method`)."""
+        if self._ceiling is None and self._ceiling_error is None:
+            try:
+                with self._on_device():
+                    self._ceiling = measure_copy(self.device, self.ceiling_bytes)
+            except Exception as exc:  # a ceiling that cannot be measured must not stop the run
+                self._ceiling_error = _short(exc)
+        return self._ceiling
+
+    @property
+    def ceiling_method(self) -> str:
+        c = self.ceiling()
+        return c.method if c is not None else f"not measured: {self._ceiling_error}"
+
+    def _on_device(self):
+        if self.device.type == "cuda":
+            return torch.cuda.device(self.device)
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def free_memory(self) -> int:
+        return devices.free_memory_bytes(self.device)
+
+    # -- one case ------------------------------------------------------------------------------------
+    def run_case(
+        self,
+        case: Case,
+        repetitions: int = 100,
+        warmup: int = 10,
+        timing: str = "events",
+        run_id: str = "",
+        triton_interpreter: bool = False,
+    ) -> ResultRow:
+        started = time.time()
+        cpu = self.device.type != "cuda"
+        row: dict[str, Any] = {
+            "run_id": run_id,
+            "impl": case.impl,
+            "pass": case.pass_,
+            "dtype": case.dtype,
+            "M": case.M,
+            "N": case.N,
+            "bytes": min_bytes(case.pass_, case.M, case.N, case.dtype),
+            "mode": "cpu" if cpu else "cuda",
+            "device": devices.row_device(self.info).model_dump(),
+            "timing": "perf_counter" if cpu else timing,
+            "launch": None,
+        }
+
+        def finish(status: str, reason: Optional[str] = None, **extra: Any) -> ResultRow:
+            return ResultRow.model_validate(
+                {**row, **extra, "status": status, "reason": reason, "started_at": started, "ended_at": time.time()}
+            )
+
+        if case.impl not in self.registry:
+            return finish("skipped", f"implementation {case.impl!r} is not registered in this process")
+        impl = self.registry.get(case.impl)
+        if case.pass_ not in impl.passes:
+            return finish("skipped", f"{impl.name} does not provide the {case.pass_} pass (it provides {', '.join(impl.passes)})")
+        reason = impl.unavailable_reason()
+        if reason:
+            return finish("skipped", f"{impl.name} is not available here: {reason}")
+        if case.dtype not in TORCH_DTYPES:
+            return finish("skipped", f"dtype {case.dtype!r} is not supported by the engine")
+        if cpu and runs_triton(impl):
+            if not triton_interpreter:
+                return finish(
+                    "skipped",
+                    "Triton kernel on CPU: runs only under the Triton interpreter; ask for it with "
+                    "triton_interpreter: true (CLI: --interpreter); its timings are interpreter timings",
+                )
+            if os.environ.get("TRITON_INTERPRET") != "1":
+                return finish(
+                    "skipped",
+                    "Triton interpreter asked for, but TRITON_INTERPRET=1 was not set before Triton was imported "
+                    "in this process (set it in the environment, or start through rmsnorm-dash)",
+                )
+            row["mode"] = "interpreter"
+        if timing == "cuda-graph" and cpu:
+            return finish("skipped", "cuda-graph timing needs a CUDA device")
+
+        if impl.launch is not None:
+            try:
+                row["launch"] = dict(impl.launch(case.M, case.N, self.info.sm_count))
+            except Exception as exc:
+                row["launch_error"] = _short(exc)
+        actual = actual_bytes(case.pass_, case.M, case.N, case.dtype, impl.family, row["launch"])
+        if actual is not None:
+            row["actual_bytes"] = actual.bytes
+            row["actual_bytes_note"] = actual.note
+
+        # Memory: decided before anything of the case is allocated.
+        elem = element_size(case.dtype)
+        fp = memory.footprint(case.pass_, case.M, case.N, elem, impl.family, row["launch"])
+        l2 = self.info.l2_bytes
+        # more sets than timed + warm-up repetitions would never be used
+        wanted = min(rotating_sets(row["bytes"], l2), max(1, repetitions + max(warmup, 1)))
+        budget = memory.budget(self.free_memory(), self.device.type)
+        sets = memory.fit_sets(fp, wanted, budget)
+        flush_bytes = 0
+        if sets and needs_flush(sets, row["bytes"], l2):
+            flush_bytes = 2 * l2
+            sets = memory.fit_sets(fp, wanted, budget, flush_bytes)
+        if sets == 0:
+            need = fp.total(1) + flush_bytes
+            return finish(
+                "skipped",
+                f"not enough memory: this case needs about {memory.human(need)} "
+                f"(inputs, outputs and temporaries of one input set), only {memory.human(budget)} may be used "
+                f"on {self.info.name} now; refused before allocation",
+                memory_estimate_bytes=need,
+            )
+        row.update(rotating_sets=sets, l2_flush=bool(flush_bytes), memory_estimate_bytes=fp.total(sets) + flush_bytes)
+
+        try:
+            stats, error = self._measure(impl, case, sets, flush_bytes, timing, repetitions, warmup), None
+        except Exception as exc:
+            stats, error = None, _short(exc)
+        self._free()  # after the except block, so the traceback no longer holds the case's tensors
+        if error is not None:
+            return finish("error", error)
+
+        gbps = row["bytes"] / (stats.median_us * 1e-6) / 1e9 if stats.median_us > 0 else None
+        ceiling = self.ceiling()
+        pct = 100.0 * gbps / ceiling.GBps if (gbps is not None and ceiling is not None and ceiling.GBps > 0) else None
+        return finish(
+            "ok",
+            None,
+            median_us=stats.median_us,
+            min_us=stats.min_us,
+            max_us=stats.max_us,
+            q1_us=stats.q1_us,
+            q3_us=stats.q3_us,
+            repetitions=stats.repetitions,
+            GBps=gbps,
+            pct_of_ceiling=pct,
+        )
+
+    def _measure(self, impl: Implementation, case: Case, sets: int, flush_bytes: int, timing: str, repetitions: int, warmup: int):
+        with self._on_device():
+            dtype = TORCH_DTYPES[case.dtype]
+            seed = zlib.crc32(case.label().encode())
+            xs, weight, dys = random_inputs(case.M, case.N, dtype, self.device, sets, case.pass_ == "bwd", seed)
+            if case.pass_ == "fwd":
+                workload = ForwardWorkload(impl.fn, xs, weight, EPS)
+            else:
+                workload = BackwardWorkload(impl.fn, xs, weight, dys, EPS)
+            del xs, dys
+            flush = torch.empty(flush_bytes, dtype=torch.uint8, device=self.device) if flush_bytes else None
+            measurer = measure_cuda_graph if (timing == "cuda-graph" and self.device.type == "cuda") else measure
+            try:
+                return measurer(workload, repetitions, warmup, self.device, flush)
+            finally:
+                workload.release()
+
+    def _free(self) -> None:
+        gc.collect()
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+
+    # -- the run header -----------------------------------------------------------------------------
+    def header(self, sweep: Sweep, run_id: str, implementations: list[str]) -> RunHeader:
+        ceiling = self.ceiling()
+        request = sweep.model_dump()
+        request["implementations"] = implementations
+        return RunHeader(
+            run_id=run_id,
+            created_at=devices.utc_now_iso(),
+            device=self.info,
+            ceiling_GBps=ceiling.GBps if ceiling else None,
+            ceiling_method=self.ceiling_method,
+            ceiling_bytes=ceiling.nbytes if ceiling else None,
+            versions=devices.versions(),
+            git_commit=devices.git_commit(),
+            host=devices.host(),
+            sweep=request,
+        )
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
+
+
+def iter_run(
+    sweep: Union[Sweep, Mapping[str, Any]],
+    device: Optional[str] = "auto",
+    run_id: Optional[str] = None,
+    cancel: Any = None,
+    on_progress: Optional[Callable[[int, int, ResultRow], None]] = None,
+    registry: Optional[Registry] = None,
+    bench: Optional[DeviceBench] = None,
+    ceiling_bytes: Optional[int] = None,
+) -> Iterator[Union[RunHeader, ResultRow]]:
+    """Yield the run header (with the measured ceiling), then one row per case, as each is measured.
+
+    ``device``: ``"auto"``/None defers to ``sweep.device``. ``cancel``: anything with ``is_set()`` (a
+    ``threading.Event``), checked between cases; when set, the generator stops (no more rows).
+    ``on_progress(done, total, row)`` is called after each row."""
+    registry = default_registry() if registry is None else registry
+    sweep = _validated(sweep, registry)
+    run_id = run_id or new_run_id()
+    spec = sweep.device if device in (None, "auto") else device
+    bench = bench or DeviceBench(spec, ceiling_bytes=ceiling_bytes, registry=registry)
+    cases = plan(sweep, registry)
+    implementations = list(dict.fromkeys(case.impl for case in cases)) or resolve_implementations(sweep, registry)
+    yield bench.header(sweep, run_id, implementations)
+    total = len(cases)
+    for done, case in enumerate(cases, start=1):
+        if cancel is not None and cancel.is_set():
+            return
+        row = bench.run_case(
+            case,
+            repetitions=sweep.repetitions,
+            warmup=sweep.warmup,
+            timing=sweep.timing,
+            run_id=run_id,
+            triton_interpreter=sweep.triton_interpreter,
+        )
+        if on_progress is not None:
+            on_progress(done, total, row)
+        yield row
+
+
+def run_sweep(sweep: Union[Sweep, Mapping[str, Any]], **kwargs: Any) -> RunFile:
+    """Run a whole sweep and return the result file (``complete`` is false if it was cancelled)."""
+    items = list(iter_run(sweep, **kwargs))
+    header, rows = items[0], items[1:]
+    expected = len(plan(sweep, kwargs.get("registry")))
+    return RunFile(run=header, rows=rows, summary=summarize(rows, complete=len(rows) == expected))
