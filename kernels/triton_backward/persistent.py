@@ -1,0 +1,87 @@
+"""dγ strategy ``triton-persistent``: a grid of G = SM count × k programs (k per row width, `programs_per_sm`),
+program p walks tiles p, p+G, p+2G, … (software-pipelined: ``tl.range(..., num_stages=…)`` loads the next
+tile while the current one computes), keeps its dγ partial in registers across all its rows and writes one
+fp32 row at the end; the tiny column-sum kernel adds the G rows. Fixed order: dγ is bit-reproducible for a
+given G (the device's SM count fixes it)."""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels.registry import register
+from kernels.triton_backward.column_sum import column_sum
+from kernels.triton_backward.dx import backward_tile, load_tile, rmsnorm_dw_tile, rmsnorm_dx_tile, store_dx
+from kernels.triton_backward.function import triton_rmsnorm_with
+from kernels.triton_mode import sm_count as device_sm_count
+from kernels.triton_mode import triton_unavailable_reason
+
+PIPELINE_STAGES = 2
+
+
+@triton.jit
+def rmsnorm_bwd_persistent_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, stride_dy, stride_dx,
+                                  ROWS: tl.constexpr, BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr):
+    pid = tl.program_id(0)
+    programs = tl.num_programs(0)
+    cols = tl.arange(0, BLOCK)
+    w = tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)
+    acc = tl.zeros([ROWS, BLOCK], dtype=tl.float32)
+    tiles = tl.cdiv(M, ROWS)
+    for tile in tl.range(pid, tiles, programs, num_stages=NUM_STAGES):
+        rows = tile * ROWS + tl.arange(0, ROWS)
+        x, dy, rstd = load_tile(X, DY, RSTD, rows, cols, M, N, stride_x, stride_dy)
+        store_dx(DX, rmsnorm_dx_tile(x, dy, w, rstd, N), rows, cols, M, N, stride_dx)
+        acc += rmsnorm_dw_tile(x, dy, rstd)
+    tl.store(PARTIAL + pid.to(tl.int64) * N + cols, tl.sum(acc, axis=0), mask=cols < N)
+
+
+def programs_per_sm(N: int) -> int:
+    """k: resident programs per SM the tile's registers allow (wide rows hold more registers per program)."""
+    block = backward_tile(N).block
+    if block >= 8192:
+        return 1
+    if block >= 2048:
+        return 2
+    return 4
+
+
+def persistent_plan(M: int, N: int, sm_count: int):
+    tile = backward_tile(N)
+    tiles = triton.cdiv(M, tile.rows)
+    programs = max(1, min(tiles, sm_count * programs_per_sm(N)))
+    return tile, tiles, programs
+
+
+def persistent_launch(M: int, N: int, sm_count: int = 132) -> dict:
+    tile, tiles, programs = persistent_plan(M, N, sm_count)
+    return {"programs": programs, "rows_per_program": triton.cdiv(tiles, programs) * tile.rows,
+            "partial_rows": programs, "block": tile.block, "num_warps": tile.num_warps,
+            "programs_per_sm": programs_per_sm(N)}
+
+
+def persistent_backward(dy2d, x2d, weight, rstd, sm_count: int | None = None):
+    m, n = x2d.shape
+    tile, _, programs = persistent_plan(m, n, sm_count or device_sm_count(x2d.device))
+    dx = torch.empty_like(x2d)
+    partial = torch.empty((programs, n), dtype=torch.float32, device=x2d.device)
+    rmsnorm_bwd_persistent_kernel[(programs,)](
+        x2d, dy2d, weight, rstd, dx, partial, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0),
+        ROWS=tile.rows, BLOCK=tile.block, NUM_STAGES=PIPELINE_STAGES, num_warps=tile.num_warps,
+    )
+    return dx, column_sum(partial, weight.dtype)
+
+
+@register(
+    "triton-persistent",
+    passes=("bwd",),
+    deterministic=True,
+    family="persistent",
+    description="Triton backward, persistent grid of SM count × k programs striding over rows, dγ partial kept "
+    "in registers, one fp32 row per program, then a tiny column sum (deterministic)",
+    available_when=triton_unavailable_reason,
+    launch=persistent_launch,
+)
+def triton_persistent_rmsnorm(x, weight, eps=1e-6):
+    return triton_rmsnorm_with(persistent_backward, x, weight, eps)

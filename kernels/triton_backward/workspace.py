@@ -1,0 +1,74 @@
+"""dγ strategy ``triton-workspace`` (as TorchInductor splits a reduction): each program takes a fixed run of
+consecutive rows (`WORKSPACE_ROWS_PER_PROGRAM`), computes their dx, sums their dγ in registers and writes
+that fp32 partial as one row of a [G, N] workspace; the vectorized column-sum kernel then adds the G rows.
+Fixed order throughout: dγ is bit-reproducible."""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels.registry import register
+from kernels.triton_backward.column_sum import column_sum
+from kernels.triton_backward.dx import backward_tile, load_tile, rmsnorm_dw_tile, rmsnorm_dx_tile, store_dx
+from kernels.triton_backward.function import triton_rmsnorm_with
+from kernels.triton_mode import triton_unavailable_reason
+
+WORKSPACE_ROWS_PER_PROGRAM = 32
+"""Rows one program covers (at least one tile): the workspace is ⌈M / this⌉ fp32 rows, an extra
+8 / this bytes written and read back per element — 0.25 B/element against the 6 every backward moves."""
+
+
+@triton.jit
+def rmsnorm_bwd_workspace_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, stride_dy, stride_dx,
+                                 TILES_PER_PROGRAM: tl.constexpr, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    w = tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)
+    acc = tl.zeros([ROWS, BLOCK], dtype=tl.float32)
+    for t in range(TILES_PER_PROGRAM):
+        rows = (pid * TILES_PER_PROGRAM + t) * ROWS + tl.arange(0, ROWS)
+        x, dy, rstd = load_tile(X, DY, RSTD, rows, cols, M, N, stride_x, stride_dy)
+        store_dx(DX, rmsnorm_dx_tile(x, dy, w, rstd, N), rows, cols, M, N, stride_dx)
+        acc += rmsnorm_dw_tile(x, dy, rstd)
+    tl.store(PARTIAL + pid.to(tl.int64) * N + cols, tl.sum(acc, axis=0), mask=cols < N)
+
+
+def workspace_plan(M: int, N: int):
+    tile = backward_tile(N)
+    tiles_per_program = max(1, WORKSPACE_ROWS_PER_PROGRAM // tile.rows)
+    programs = triton.cdiv(triton.cdiv(M, tile.rows), tiles_per_program)
+    return tile, tiles_per_program, programs
+
+
+def workspace_launch(M: int, N: int, sm_count: int = 0) -> dict:
+    tile, tiles_per_program, programs = workspace_plan(M, N)
+    return {"programs": programs, "rows_per_program": tiles_per_program * tile.rows, "partial_rows": programs,
+            "block": tile.block, "num_warps": tile.num_warps}
+
+
+def workspace_backward(dy2d, x2d, weight, rstd):
+    m, n = x2d.shape
+    tile, tiles_per_program, programs = workspace_plan(m, n)
+    dx = torch.empty_like(x2d)
+    partial = torch.empty((programs, n), dtype=torch.float32, device=x2d.device)
+    rmsnorm_bwd_workspace_kernel[(programs,)](
+        x2d, dy2d, weight, rstd, dx, partial, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0),
+        TILES_PER_PROGRAM=tiles_per_program, ROWS=tile.rows, BLOCK=tile.block, num_warps=tile.num_warps,
+    )
+    return dx, column_sum(partial, weight.dtype)
+
+
+@register(
+    "triton-workspace",
+    passes=("bwd",),
+    deterministic=True,
+    family="workspace",
+    description="Triton backward, dγ partials of 32-row runs written to a [G, N] fp32 workspace, then summed "
+    "by a vectorized column-sum kernel (deterministic)",
+    available_when=triton_unavailable_reason,
+    launch=workspace_launch,
+)
+def triton_workspace_rmsnorm(x, weight, eps=1e-6):
+    return triton_rmsnorm_with(workspace_backward, x, weight, eps)

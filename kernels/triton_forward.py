@@ -1,0 +1,164 @@
+"""The fused RMSNorm forward in Triton: x read once, fp32 accumulation, y in x's dtype, per-row fp32 rstd
+kept for the backward.
+
+Two kernels, one implementation (``triton``), dispatched by shape:
+
+* ``rmsnorm_fwd_row_kernel``: one program per row, the row in one BLOCK (a power of two ≥ N), autotuned
+  over BLOCK × num_warps keyed on N; the prune hook `prune_row_configs` keeps only blocks that hold the row;
+* ``rmsnorm_fwd_rows_kernel``: several rows per program (a [ROWS, BLOCK] tile) for short rows
+  (N ≤ `MULTI_ROW_MAX_N`), where one row alone is too little work for a program.
+
+Under Triton's interpreter the autotuner is bypassed (it would time every config on the CPU): the first
+config the prune hook keeps is launched directly.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels.registry import register
+from kernels.triton_mode import interpreting, triton_unavailable_reason
+from kernels.validation import MAX_N, validate_rmsnorm_inputs
+
+ROW_BLOCKS = tuple(2**p for p in range(9, 17))  # 512 … 65536
+ROW_WARPS = (4, 8, 16)
+MULTI_ROW_MAX_N = 1024
+MULTI_ROW_TILES = (2048, 4096, 8192, 16384)  # elements per program (ROWS × BLOCK)
+MULTI_ROW_WARPS = (4, 8)
+
+
+def next_power_of_two(n: int) -> int:
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+def prune_row_configs(configs, named_args, **kwargs):
+    """``early_config_prune`` hook: drop every config whose BLOCK is narrower than the row (it would leave
+    columns unnormalized), and every one wider than the narrowest that fits (masked-off lanes only)."""
+    n = int(named_args["N"])
+    fitting = [c for c in configs if c.kwargs["BLOCK"] >= n]
+    if not fitting:
+        raise ValueError(f"no forward config holds a row of N = {n} (widest block {max(ROW_BLOCKS)})")
+    narrowest = min(c.kwargs["BLOCK"] for c in fitting)
+    return [c for c in fitting if c.kwargs["BLOCK"] == narrowest]
+
+
+def prune_multi_row_configs(configs, named_args, **kwargs):
+    """Keep the multi-row tiles that hold at least one whole row of BLOCK = next power of two ≥ N."""
+    block = kwargs.get("BLOCK") or named_args.get("BLOCK") or next_power_of_two(named_args["N"])
+    kept = [c for c in configs if c.kwargs["ROWS"] * block in MULTI_ROW_TILES]
+    return kept or [configs[0]]
+
+
+ROW_CONFIGS = [triton.Config({"BLOCK": b}, num_warps=w) for b in ROW_BLOCKS for w in ROW_WARPS]
+MULTI_ROW_CONFIGS = [
+    triton.Config({"ROWS": r}, num_warps=w) for r in (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) for w in MULTI_ROW_WARPS
+]
+
+
+@triton.jit
+def rmsnorm_fwd_row_kernel(X, W, Y, RSTD, stride_x, stride_y, N, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    x = tl.load(X + row * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
+    rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)
+    w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+    tl.store(Y + row * stride_y + cols, (x * rstd * w).to(Y.dtype.element_ty), mask=mask)
+    tl.store(RSTD + row, rstd)
+
+
+@triton.jit
+def rmsnorm_fwd_rows_kernel(X, W, Y, RSTD, M, stride_x, stride_y, N, eps, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK)
+    row_mask = rows < M
+    col_mask = cols < N
+    mask = row_mask[:, None] & col_mask[None, :]
+    rows64 = rows.to(tl.int64)
+    x = tl.load(X + rows64[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+    rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)
+    w = tl.load(W + cols, mask=col_mask, other=0.0).to(tl.float32)
+    y = x * rstd[:, None] * w[None, :]
+    tl.store(Y + rows64[:, None] * stride_y + cols[None, :], y.to(Y.dtype.element_ty), mask=mask)
+    tl.store(RSTD + rows, rstd, mask=row_mask)
+
+
+rmsnorm_fwd_row_tuned = triton.autotune(
+    configs=ROW_CONFIGS, key=["N"], prune_configs_by={"early_config_prune": prune_row_configs}
+)(rmsnorm_fwd_row_kernel)
+
+rmsnorm_fwd_rows_tuned = triton.autotune(
+    configs=MULTI_ROW_CONFIGS, key=["N", "BLOCK"], prune_configs_by={"early_config_prune": prune_multi_row_configs}
+)(rmsnorm_fwd_rows_kernel)
+
+
+def as_rows(x: torch.Tensor) -> torch.Tensor:
+    """``x`` as a 2-D [M, N] tensor whose rows are unit-stride (a view when possible, else a copy)."""
+    x2d = x.reshape(-1, x.shape[-1])
+    if x2d.stride(-1) != 1:
+        x2d = x2d.contiguous()
+    return x2d
+
+
+def uses_multi_row(n: int) -> bool:
+    return n <= MULTI_ROW_MAX_N
+
+
+def forward_launch(M: int, N: int, sm_count: int = 0) -> dict:
+    """The forward's grid (as far as it is known before autotuning picks num_warps)."""
+    block = next_power_of_two(N)
+    if uses_multi_row(N):
+        rows = max(1, 4096 // block)
+        return {"programs": triton.cdiv(M, rows), "rows_per_program": rows, "partial_rows": 0, "block": block,
+                "kernel": "multi-row"}
+    return {"programs": M, "rows_per_program": 1, "partial_rows": 0, "block": max(block, ROW_BLOCKS[0]),
+            "kernel": "one-row"}
+
+
+def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6):
+    """Run the forward. Returns ``(y, x2d, rstd)``: y shaped like x in x's dtype, x as [M, N] rows (what
+    the backward reads) and the per-row fp32 rstd [M]."""
+    n = validate_rmsnorm_inputs(x, weight, eps, max_n=MAX_N)
+    x2d = as_rows(x)
+    w = weight.contiguous()
+    m = x2d.shape[0]
+    y2d = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    rstd = torch.empty((m,), dtype=torch.float32, device=x.device)
+    args = (x2d, w, y2d, rstd)
+    if uses_multi_row(n):
+        block = next_power_of_two(n)
+        if interpreting():
+            rows = max(1, 4096 // block)
+            rmsnorm_fwd_rows_kernel[(triton.cdiv(m, rows),)](
+                *args, m, x2d.stride(0), y2d.stride(0), n, eps, BLOCK=block, ROWS=rows
+            )
+        else:
+            rmsnorm_fwd_rows_tuned[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](
+                *args, m, x2d.stride(0), y2d.stride(0), n, eps, BLOCK=block
+            )
+    else:
+        if interpreting():
+            config = prune_row_configs(ROW_CONFIGS, {"N": n})[0]
+            rmsnorm_fwd_row_kernel[(m,)](*args, x2d.stride(0), y2d.stride(0), n, eps, BLOCK=config.kwargs["BLOCK"])
+        else:
+            rmsnorm_fwd_row_tuned[(m,)](*args, x2d.stride(0), y2d.stride(0), n, eps)
+    return y2d.view(x.shape), x2d, rstd
+
+
+@register(
+    "triton",
+    passes=("fwd",),
+    deterministic=True,
+    family="other",
+    description="Fused Triton forward: one program per row (several rows for N ≤ 1024), fp32 accumulation, "
+    "autotuned BLOCK × num_warps; its backward is triton-persistent's",
+    available_when=triton_unavailable_reason,
+    launch=forward_launch,
+)
+def triton_rmsnorm(x, weight, eps=1e-6):
+    from kernels.triton_backward.function import triton_rmsnorm_with
+    from kernels.triton_backward.persistent import persistent_backward
+
+    return triton_rmsnorm_with(persistent_backward, x, weight, eps)

@@ -1,0 +1,91 @@
+"""Where the Triton kernels run in this process: natively on a CUDA GPU, under Triton's CPU interpreter
+(``TRITON_INTERPRET=1``, set before triton is first imported), or nowhere — and the plain-spoken reason."""
+
+from __future__ import annotations
+
+import functools
+
+INTERPRETER_SM_COUNT = 132
+"""SM count assumed under the interpreter (an H100/H200's), so that launch grids look like the GPU's."""
+
+
+@functools.lru_cache(maxsize=1)
+def interpreting() -> bool:
+    """True when ``@triton.jit`` functions of this process are interpreted on the CPU. Triton decides this
+    when a kernel is decorated, so a probe kernel decorated now tells what ours got at import."""
+    import triton
+
+    from triton.runtime.interpreter import InterpretedFunction
+
+    @triton.jit
+    def _probe():
+        pass
+
+    return isinstance(_probe, InterpretedFunction)
+
+
+def triton_unavailable_reason() -> str | None:
+    """``None`` when Triton kernels can run here, else why not."""
+    try:
+        import triton  # noqa: F401
+    except Exception as exc:  # not installed, or a broken install
+        return f"Triton cannot be imported here ({type(exc).__name__}: {exc})"
+    if interpreting():
+        return None
+    import torch
+
+    if torch.cuda.is_available():
+        return None
+    return (
+        "needs a CUDA GPU, or Triton's CPU interpreter (TRITON_INTERPRET=1 set before triton is imported); "
+        "neither is active in this process"
+    )
+
+
+def run_mode(device) -> str:
+    """``"cuda"`` or ``"interpreter"`` for a tensor device the Triton kernels are asked to run on."""
+    return "interpreter" if interpreting() else "cuda"
+
+
+@functools.lru_cache(maxsize=None)
+def _cuda_sm_count(index: int) -> int:
+    import torch
+
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+def sm_count(device) -> int:
+    """Streaming multiprocessors of ``device`` (``INTERPRETER_SM_COUNT`` for CPU tensors)."""
+    import torch
+
+    device = torch.device(device)
+    if device.type == "cuda":
+        return _cuda_sm_count(device.index if device.index is not None else torch.cuda.current_device())
+    return INTERPRETER_SM_COUNT
+
+
+def install_interpreter_numpy_fix() -> None:
+    """Make Triton 3.6's interpreter work with NumPy ≥ 2.4.
+
+    The interpreter holds every scalar as a 1-element, 1-D array and turns it into a Python int with
+    ``int(array)``, which NumPy 2.4 made an error ("only 0-dimensional arrays can be converted to Python
+    scalars"): any ``range``/``tl.range`` with a run-time bound then fails. This re-defines the patched
+    ``tensor.__index__`` to take the single element explicitly. No effect on compiled (GPU) kernels;
+    installed once, only when interpreting."""
+    if not interpreting():
+        return
+    from triton.runtime import interpreter
+
+    original = interpreter._patch_lang_tensor
+    if getattr(original, "numpy_index_fix", False):
+        return
+
+    def patch_lang_tensor(tensor, scope):
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
+
+    patch_lang_tensor.numpy_index_fix = True
+    interpreter._patch_lang_tensor = patch_lang_tensor
+
+
+install_interpreter_numpy_fix()
