@@ -1,0 +1,132 @@
+"""The FastAPI application: `create_app(settings)` wires store, scheduler, routers and static files;
+`serve(...)` runs it under uvicorn (what ``rmsnorm-dash serve`` and ``make run`` call).
+
+``uvicorn --factory app.main:create_app`` works too (settings from the environment).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
+from fastapi.staticfiles import StaticFiles
+
+from app.settings import Settings
+from app.state import Service, package_version
+
+log = logging.getLogger("rmsnorm.service")
+
+DESCRIPTION = """Benchmark RMSNorm implementations on this host's devices and browse stored runs.
+
+`POST /benchmark` streams NDJSON (`curl -N`): `queued`, `header`, one `row` per case as measured, `summary`.
+One job at a time per device; a full queue is answered 429. Writes need the API token when the server listens on a
+non-loopback address (`Authorization: Bearer <token>`)."""
+
+
+def plotly_js_path() -> Path | None:
+    """plotly.min.js from the installed plotly package (served locally: the page needs no CDN)."""
+    spec = importlib.util.find_spec("plotly")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / "package_data" / "plotly.min.js"
+    return path if path.is_file() else None
+
+
+def _prepare_process() -> None:
+    """Before the registry is imported: Triton kernels are interpreted when there is no GPU (the engine's rule),
+    so that the implementation list here matches what the workers can run."""
+    from kernels.bench.device import use_triton_interpreter_without_gpu
+    from kernels.bench.models import default_registry
+
+    use_triton_interpreter_without_gpu()
+    default_registry()
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings.from_env()
+    _prepare_process()
+    service = Service(settings)
+    service.import_results_dir()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        service.scheduler.start(warm=settings.start_workers)
+        try:
+            yield
+        finally:
+            service.scheduler.stop()
+
+    app = FastAPI(title="rmsnorm-dashboard", version=package_version(), description=DESCRIPTION, lifespan=lifespan)
+    app.state.service = service
+    app.state.settings = settings
+
+    @app.exception_handler(Exception)
+    async def unexpected_error(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        return JSONResponse(status_code=500,
+                            content={"detail": f"internal error: {type(exc).__name__}: {exc}"})
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        from fastapi.encoders import jsonable_encoder
+
+        errors = []
+        for err in exc.errors():
+            err = dict(err)
+            err.pop("url", None)
+            ctx = err.get("ctx")
+            if isinstance(ctx, dict):
+                err["ctx"] = {k: (v if isinstance(v, (str, int, float, bool, type(None))) else str(v))
+                              for k, v in ctx.items()}
+            errors.append(err)
+        return JSONResponse(status_code=422, content={"detail": jsonable_encoder(errors, custom_encoder={
+            bytes: lambda b: b.decode("utf-8", "replace")})})
+
+    from app.routes import benchmark, health, implementations, runs
+
+    app.include_router(health.router)
+    app.include_router(implementations.router)
+    app.include_router(benchmark.router)
+    app.include_router(runs.router)
+    if importlib.util.find_spec("app.routes.pages") is not None:
+        from app.routes import pages
+
+        app.include_router(pages.router)
+
+    plotly_js = plotly_js_path()
+
+    @app.get("/static/vendor/plotly.min.js", include_in_schema=False)
+    def plotly_min_js():
+        local = settings.static_dir / "vendor" / "plotly.min.js"
+        path = local if local.is_file() else plotly_js
+        if path is None:
+            return PlainTextResponse("plotly is not installed on this server", status_code=404)
+        return FileResponse(path, media_type="text/javascript", headers={"Cache-Control": "public, max-age=86400"})
+
+    if settings.static_dir.is_dir():
+        app.mount("/static", StaticFiles(directory=settings.static_dir), name="static")
+    return app
+
+
+def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: str | Path | None = None,
+          devices: str | list[str] | None = None, **kw) -> None:
+    """Run the service under uvicorn until interrupted. Extra keywords are `Settings` fields (``api_token``,
+    ``max_queue``, ``results_dir``, ``plugins``, ...) or ``log_level``."""
+    import uvicorn
+
+    log_level = kw.pop("log_level", "info")
+    if isinstance(devices, (list, tuple)):
+        devices = ",".join(devices)
+    if "plugins" in kw and kw["plugins"] is not None:
+        kw["plugins"] = tuple(kw["plugins"])
+    settings = Settings.from_env(host=host, port=port, data_dir=data_dir, devices=devices, **kw)
+    if settings.exposed and not settings.api_token and not settings.allow_no_token:
+        log.warning("listening on %s without RMSNORM_API_TOKEN: POST /benchmark, DELETE and import are refused "
+                    "(set a token, or RMSNORM_ALLOW_NO_TOKEN=1)", host)
+    app = create_app(settings)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=log_level, timeout_graceful_shutdown=5)

@@ -1,0 +1,106 @@
+"""`POST /benchmark`: queue a sweep and stream its results as NDJSON (``queued``, ``header``, ``row``…, ``summary``).
+
+``curl -N -X POST localhost:8000/benchmark -H 'content-type: application/json' \\
+    -d '{"implementations":["eager"],"M":[256],"N":[512],"repetitions":5}'``
+prints one line per event as it happens. ``?stream=false`` waits and returns the run as one document.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.responses import JSONResponse
+
+from app.auth import require_write_access
+from app.jobs import QueueFull, UnknownDevice
+from app.ndjson import MEDIA_TYPE, NdjsonResponse, finite, ndjson_line
+from app.schemas import BenchmarkRequest, ErrorBody, QueuedLine, RunDocument
+from app.state import Service, get_service
+
+router = APIRouter(tags=["benchmark"])
+
+STREAM_DOC = (
+    "NDJSON (`application/x-ndjson`), one JSON object per line, each with `type` and `run_id`: "
+    "`queued` (position in the device's queue; again whenever it moves), `header` (one per device: device, "
+    "ceiling, versions), `row` (one per case, as measured: a result row), `summary` (counts, complete, best). "
+    "With `?stream=false`: one JSON document `{run, rows, summary}`."
+)
+
+
+def _validation_error(field: str, message: str, value=None) -> HTTPException:
+    return HTTPException(status_code=422, detail=[{"type": "value_error", "loc": ["body", field], "msg": message,
+                                                  "input": value}])
+
+
+def _plan(body: BenchmarkRequest) -> tuple[dict, list[dict]]:
+    from kernels.bench.engine import plan
+    from kernels.bench.models import Sweep
+
+    sweep = Sweep.model_validate(body.sweep())
+    cases = [case.model_dump(mode="json") for case in plan(sweep)]
+    return sweep.model_dump(mode="json"), cases
+
+
+@router.post(
+    "/benchmark",
+    dependencies=[Depends(require_write_access)],
+    response_model=RunDocument,
+    responses={
+        200: {"description": STREAM_DOC, "content": {MEDIA_TYPE: {"schema": QueuedLine.model_json_schema()}}},
+        401: {"model": ErrorBody, "description": "API token missing (server bound to a non-loopback address)"},
+        403: {"model": ErrorBody, "description": "wrong API token, or writes refused on this bind"},
+        429: {"model": ErrorBody, "description": "the queue of every eligible device is full"},
+    },
+)
+async def benchmark(
+    body: BenchmarkRequest,
+    request: Request,
+    stream: bool = Query(True, description="false: wait and return the whole run as one JSON document"),
+    service: Service = Depends(get_service),
+):
+    """Run a sweep (every implementation × pass × dtype × M × N) on one device, or split over all of them."""
+    worker_sweep, cases = _plan(body)
+    if not cases:
+        raise _validation_error("implementations", "the sweep has no case to run (no implementation available here)",
+                                body.implementations)
+    loop = asyncio.get_running_loop()
+    lines: asyncio.Queue[dict] = asyncio.Queue()
+
+    def listener(line: dict) -> None:  # called from the scheduler's threads
+        try:
+            loop.call_soon_threadsafe(lines.put_nowait, line)
+        except RuntimeError:  # the loop is closed: nobody is listening any more
+            pass
+
+    try:
+        job = service.scheduler.submit(body.model_dump(mode="json"), worker_sweep, cases, device=body.device,
+                                       split=body.split, listener=listener)
+    except UnknownDevice as exc:
+        raise _validation_error("device", str(exc), body.device) from None
+    except QueueFull as exc:
+        raise HTTPException(status_code=429, detail=str(exc), headers={"Retry-After": "30"}) from None
+
+    if not stream:
+        try:
+            while (await lines.get())["type"] != "summary":
+                pass
+        finally:
+            if not job.finished.is_set():
+                service.scheduler.cancel(job)
+            job.detach()
+        return JSONResponse(finite(job.document()))
+
+    async def body_lines():
+        try:
+            while True:
+                line = await lines.get()
+                yield ndjson_line(line)
+                if line["type"] == "summary":
+                    return
+        finally:
+            if not job.finished.is_set():
+                service.scheduler.cancel(job)  # the client went away: drop the cases not started
+            job.detach()
+
+    return NdjsonResponse(body_lines(), headers={"X-Run-Id": job.run_id})

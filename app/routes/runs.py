@@ -1,0 +1,79 @@
+"""Stored runs: list, fetch (the result-file document), CSV and JSON download, delete, import a result file."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, HTTPException, Path
+from fastapi.responses import JSONResponse, Response
+
+from app.auth import require_write_access
+from app.ndjson import finite
+from app.schemas import Deleted, ErrorBody, ImportResult, RunDocument, RunFileUpload, RunListing
+from app.state import Service, get_service
+
+router = APIRouter(tags=["runs"])
+
+RUN_ID = Path(..., min_length=1, max_length=200, description="the run id")
+NOT_FOUND = {404: {"model": ErrorBody, "description": "no run with this id"}}
+WRITE_REFUSED = {401: {"model": ErrorBody}, 403: {"model": ErrorBody}}
+
+
+def _run_or_404(service: Service, run_id: str) -> dict:
+    document = service.store.get_run(run_id)
+    if document is None:
+        raise HTTPException(status_code=404, detail=f"no run with id {run_id!r}")
+    return document
+
+
+@router.get("/api/runs", response_model=list[RunListing])
+def list_runs(service: Service = Depends(get_service)) -> list[dict]:
+    """Every stored run, newest first (live runs and imported result files)."""
+    return service.store.list_runs()
+
+
+@router.get("/api/runs/{run_id}.csv", response_class=Response, responses={
+    200: {"content": {"text/csv": {}}, "description": "one line per row; nested fields flattened"}, **NOT_FOUND})
+def run_csv(run_id: str = RUN_ID, service: Service = Depends(get_service)) -> Response:
+    text = service.store.export_csv(run_id)
+    if text is None:
+        raise HTTPException(status_code=404, detail=f"no run with id {run_id!r}")
+    return Response(text, media_type="text/csv; charset=utf-8",
+                    headers={"Content-Disposition": f'attachment; filename="{_file_stem(run_id)}.csv"'})
+
+
+@router.get("/api/runs/{run_id}.json", response_model=RunDocument, responses=NOT_FOUND)
+def run_json_download(run_id: str = RUN_ID, service: Service = Depends(get_service)) -> JSONResponse:
+    """The run as a result file, offered as a download (the same document as `GET /api/runs/{id}`)."""
+    document = _run_or_404(service, run_id)
+    return JSONResponse(finite(document),
+                        headers={"Content-Disposition": f'attachment; filename="{_file_stem(run_id)}.json"'})
+
+
+@router.get("/api/runs/{run_id}", response_model=RunDocument, responses=NOT_FOUND)
+def get_run(run_id: str = RUN_ID, service: Service = Depends(get_service)) -> JSONResponse:
+    """The run as a result file: ``{"run": header, "rows": [...], "summary": {...}}``."""
+    return JSONResponse(finite(_run_or_404(service, run_id)))
+
+
+@router.delete("/api/runs/{run_id}", response_model=Deleted, dependencies=[Depends(require_write_access)],
+               responses={**NOT_FOUND, **WRITE_REFUSED})
+def delete_run(run_id: str = RUN_ID, service: Service = Depends(get_service)) -> Deleted:
+    if not service.store.delete_run(run_id):
+        raise HTTPException(status_code=404, detail=f"no run with id {run_id!r}")
+    return Deleted(run_id=run_id)
+
+
+@router.post("/api/runs/import", response_model=ImportResult, dependencies=[Depends(require_write_access)],
+             responses={422: {"description": "not a valid result file (the fields at fault are named)"},
+                        **WRITE_REFUSED})
+def import_run(document: RunFileUpload, service: Service = Depends(get_service)) -> ImportResult:
+    """Store a result file measured elsewhere (e.g. one of `results/*.json`); a run id already stored is left as is.
+    The file is checked with the engine's `RunFile` model: a bad one is answered 422 naming the fields at fault."""
+    checked = document.model_dump(mode="json", exclude_none=False)
+    if not checked.get("headers"):
+        checked.pop("headers", None)
+    imported = service.store.import_run(checked, source="import")
+    return ImportResult(run_id=document.run.run_id, imported=imported, rows=len(document.rows))
+
+
+def _file_stem(run_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in run_id)[:120] or "run"

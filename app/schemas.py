@@ -1,0 +1,138 @@
+"""API-only models: the benchmark request (the engine's `Sweep` plus scheduling fields), the stream's line
+envelopes, the run listing and the health document. Result rows and run headers are the engine's own models.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from kernels.bench.models import ResultRow, RunFile, RunHeader, Sweep
+
+DEVICE_PATTERN = re.compile(r"^(auto|cpu|cuda)(:\d{1,3})?$")
+RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:\-]{1,200}$")
+
+
+class BenchmarkRequest(Sweep):
+    """`POST /benchmark`: a `Sweep`, where to run it, and whether to spread it over every device."""
+
+    device: str = Field(
+        default="auto",
+        description='"auto" (the least busy device), "cpu"/"cuda" (the least busy of that kind), or one device: '
+        '"cuda:<index>" / "cpu:<index>" as listed by /api/health',
+    )
+    split: bool = Field(
+        default=False,
+        description="spread the cases over every device (each case goes to whichever worker is free)",
+    )
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, value: str) -> str:  # replaces Sweep's check: fake CPU devices have indices too
+        value = value.strip().lower()
+        if not DEVICE_PATTERN.match(value) or value.startswith("auto:"):
+            raise ValueError(f'device must be "auto", "cpu", "cuda", "cpu:<index>" or "cuda:<index>", got {value!r}')
+        return value
+
+    def sweep(self) -> dict:
+        """The engine's `Sweep` part (the scheduler sets its device per worker)."""
+        data = self.model_dump(mode="json", exclude={"split"})
+        data["device"] = "auto"
+        return data
+
+
+class Summary(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    run_id: Optional[str] = None
+    rows: int = 0
+    ok: int = 0
+    skipped: int = 0
+    error: int = 0
+    complete: bool = False
+    best: dict[str, Any] = Field(default_factory=dict, description="per pass, the case with the highest GB/s")
+
+
+class RunDocument(BaseModel):
+    """A run as one document (a result file): header, rows, summary; ``headers`` (one per device) when a split
+    run used several devices."""
+
+    run: Optional[RunHeader] = Field(description="null only when no device could start the run")
+    rows: list[ResultRow]
+    summary: Summary
+    headers: Optional[list[RunHeader]] = None
+
+
+class QueuedLine(BaseModel):
+    type: Literal["queued"] = "queued"
+    run_id: str
+    position: int = Field(description="0 = starting now; n = n jobs ahead on that device")
+    device: str
+    devices: Optional[list[str]] = Field(default=None, description="split runs: every device it is queued on")
+
+
+class RunListing(BaseModel):
+    run_id: str
+    created_at: Optional[str] = None
+    device_name: Optional[str] = None
+    kind: Optional[str] = None
+    rows: int
+    complete: bool
+    source: Literal["live", "import"]
+
+
+class DeviceStatus(BaseModel):
+    label: str = Field(description='the name a request pins: "cuda:0", "cpu:1"')
+    index: Optional[int] = None
+    name: str
+    uuid: Optional[str] = None
+    queue_length: int = Field(description="jobs running or waiting on this device")
+    busy: bool
+    ready: bool = Field(description="its worker process is up")
+    restarts: int = Field(description="times its worker was restarted after dying")
+    ceiling_GBps: Optional[float] = None
+    error: Optional[str] = None
+
+
+class Health(BaseModel):
+    version: str
+    device: str = Field(description='the (first) GPU name, or "cpu"')
+    cpu_only: bool
+    triton_native: bool = Field(description="Triton kernels compile for a GPU here (not the CPU interpreter)")
+    ceiling_GBps: Optional[float] = Field(description="copy ceiling of the first device, once measured")
+    gpus: list[DeviceStatus] = Field(description="every benchmark device (fake CPU devices too), with its queue")
+    max_queue: int
+    token_required: bool
+    message: str
+
+
+class RunFileUpload(RunFile):
+    """`POST /api/runs/import`: a result file; ``headers`` (one per device) is kept when a split run has it."""
+
+    headers: Optional[list[RunHeader]] = None
+
+    @field_validator("run")
+    @classmethod
+    def _addressable_run_id(cls, run: RunHeader) -> RunHeader:
+        run_id = run.run_id
+        if not RUN_ID_PATTERN.match(run_id) or run_id.endswith((".csv", ".json")):
+            raise ValueError(f"run.run_id must be 1-200 letters, digits, '-', '_', '.' or ':' (not ending in .csv/.json)"
+                             f" so that /api/runs/{{id}} can address it, got {run_id!r}")
+        return run
+
+
+class ImportResult(BaseModel):
+    run_id: str
+    imported: bool = Field(description="false when a run with this id was already stored (nothing changed)")
+    rows: int
+
+
+class Deleted(BaseModel):
+    run_id: str
+    deleted: bool = True
+
+
+class ErrorBody(BaseModel):
+    detail: Any

@@ -1,0 +1,55 @@
+"""The running service's parts, shared by the routes: settings, store and scheduler (``app.state.service``)."""
+
+from __future__ import annotations
+
+import logging
+from importlib import metadata
+
+from fastapi import Request
+
+from app.jobs import Scheduler
+from app.settings import Settings
+from app.store import Store
+
+log = logging.getLogger("rmsnorm.service")
+
+
+def package_version() -> str:
+    try:
+        return metadata.version("rmsnorm-dashboard")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def validate_run_file(document: dict) -> dict:
+    """A result file checked with the engine's `RunFile` model, as a JSON-ready dict (extra ``headers`` kept)."""
+    from kernels.bench.models import RunFile, RunHeader
+
+    checked = RunFile.model_validate(document).model_dump(mode="json")
+    if isinstance(document, dict) and document.get("headers"):
+        checked["headers"] = [RunHeader.model_validate(h).model_dump(mode="json") for h in document["headers"]]
+    return checked
+
+
+class Service:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.store = Store(settings.db_path)
+        self.labels = settings.resolved_devices()
+        self.scheduler = Scheduler(self.labels, self.store, settings.max_queue, plugins=settings.plugins,
+                                   ceiling_bytes=settings.ceiling_bytes)
+        self.import_report: dict[str, list[str]] = {"imported": [], "present": [], "rejected": []}
+
+    def import_results_dir(self) -> dict[str, list[str]]:
+        """Import the committed ``results/*.json`` (idempotent: a run already stored is left alone)."""
+        folder = self.settings.results_dir
+        if folder is None or not folder.is_dir():
+            return self.import_report
+        self.import_report = self.store.import_paths(folder.glob("*.json"), validate_run_file)
+        for rejected in self.import_report["rejected"]:
+            log.warning("results file not imported: %s", rejected)
+        return self.import_report
+
+
+def get_service(request: Request) -> Service:
+    return request.app.state.service
