@@ -162,6 +162,11 @@ class DeviceBench:
         if case.impl not in self.registry:
             return finish("skipped", f"implementation {case.impl!r} is not registered in this process")
         impl = self.registry.get(case.impl)
+        if impl.launch is not None:
+            try:
+                row["launch"] = dict(impl.launch(case.M, case.N, self.info.sm_count))
+            except Exception as exc:
+                row["launch_error"] = _short(exc)
         if case.pass_ not in impl.passes:
             return finish("skipped", f"{impl.name} does not provide the {case.pass_} pass (it provides {', '.join(impl.passes)})")
         reason = impl.unavailable_reason()
@@ -186,11 +191,6 @@ class DeviceBench:
         if timing == "cuda-graph" and cpu:
             return finish("skipped", "cuda-graph timing needs a CUDA device")
 
-        if impl.launch is not None:
-            try:
-                row["launch"] = dict(impl.launch(case.M, case.N, self.info.sm_count))
-            except Exception as exc:
-                row["launch_error"] = _short(exc)
         actual = actual_bytes(case.pass_, case.M, case.N, case.dtype, impl.family, row["launch"])
         if actual is not None:
             row["actual_bytes"] = actual.bytes
@@ -206,8 +206,9 @@ class DeviceBench:
         sets = memory.fit_sets(fp, wanted, budget)
         flush_bytes = 0
         if sets and needs_flush(sets, row["bytes"], l2):
-            flush_bytes = 2 * l2
-            sets = memory.fit_sets(fp, wanted, budget, flush_bytes)
+            with_flush = memory.fit_sets(fp, wanted, budget, 2 * l2)
+            if with_flush:  # else: no room for a flush buffer; measured with the sets that fit (row says so)
+                sets, flush_bytes = with_flush, 2 * l2
         if sets == 0:
             need = fp.total(1) + flush_bytes
             return finish(

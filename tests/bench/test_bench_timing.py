@@ -1,0 +1,102 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from kernels.bench import timing
+from kernels.bench.timing import BackwardWorkload, ForwardWorkload, measure, random_inputs, rotating_sets, stats_from_seconds
+from tiny_impls import Counters, counting_impl, torch_rmsnorm
+
+CPU = torch.device("cpu")
+
+
+def test_stats_match_numpy_quantiles():
+    rng = np.random.default_rng(7)
+    samples = list(rng.uniform(1e-6, 5e-3, size=37))
+    stats = stats_from_seconds(samples)
+    us = np.array(samples) * 1e6
+    assert stats.median_us == pytest.approx(np.median(us))
+    assert stats.q1_us == pytest.approx(np.percentile(us, 25))
+    assert stats.q3_us == pytest.approx(np.percentile(us, 75))
+    assert (stats.min_us, stats.max_us, stats.repetitions) == (pytest.approx(us.min()), pytest.approx(us.max()), 37)
+
+
+def test_stats_reject_empty_and_non_finite():
+    with pytest.raises(ValueError):
+        stats_from_seconds([])
+    with pytest.raises(ValueError):
+        stats_from_seconds([1e-3, math.nan])
+
+
+def test_rotating_sets_exceed_twice_l2():
+    l2 = 60 << 20
+    sets = rotating_sets(8 << 20, l2)
+    assert (sets - 1) * (8 << 20) >= 2 * l2 and (sets - 2) * (8 << 20) < 2 * l2
+    assert rotating_sets(4 << 30, l2) == 2
+    assert rotating_sets(10, l2) == timing.MAX_SETS
+
+
+def test_random_inputs_are_random_and_distinct():
+    xs, w, dys = random_inputs(32, 64, torch.bfloat16, CPU, 3, backward=True, seed=1)
+    assert len(xs) == len(dys) == 3
+    assert all(x.requires_grad for x in xs) and w.requires_grad
+    assert not torch.equal(xs[0], xs[1])
+    assert xs[0].float().std() > 0.5 and (w != 0).all() and w.float().std() > 0.01
+
+
+def test_forward_is_timed_without_grad():
+    counters = Counters()
+    fn = counting_impl(counters)
+    xs, w, _ = random_inputs(16, 32, torch.float32, CPU, 2, backward=False)
+    stats = measure(ForwardWorkload(fn, xs, w), repetitions=4, warmup=2, device=CPU)
+    assert stats.repetitions == 4 and stats.median_us > 0
+    assert counters.forwards == 6 and counters.forward_grad_enabled == [False] * 6
+
+
+def test_backward_times_autograd_grad_without_rerunning_forward(monkeypatch):
+    counters = Counters()
+    fn = counting_impl(counters)
+    xs, w, dys = random_inputs(16, 32, torch.float32, CPU, 3, backward=True)
+    workload = BackwardWorkload(fn, xs, w, dys)
+    during_timed_call = []
+    real_call = BackwardWorkload.call
+
+    def spying_call(self, i):
+        before = counters.forwards
+        real_call(self, i)
+        during_timed_call.append(counters.forwards - before)
+
+    monkeypatch.setattr(BackwardWorkload, "call", spying_call)
+    stats = measure(workload, repetitions=7, warmup=2, device=CPU)
+    assert stats.repetitions == 7
+    assert during_timed_call == [0] * 9  # no forward inside any call
+    assert counters.backwards == 9  # one backward per call
+    assert counters.forwards == 9  # one graph per call, built outside the timed call
+    assert all(counters.forward_grad_enabled)
+
+
+def test_backward_gradients_are_right():
+    xs, w, dys = random_inputs(8, 16, torch.float32, CPU, 1, backward=True)
+    workload = BackwardWorkload(torch_rmsnorm, xs, w, dys)
+    workload.before(0)
+    workload.call(0)
+    dx, dw = workload.out
+    x64 = xs[0].detach().double().requires_grad_(True)
+    w64 = w.detach().double().requires_grad_(True)
+    y64 = x64 * torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + 1e-6) * w64
+    ref = torch.autograd.grad(y64, (x64, w64), dys[0].double())
+    torch.testing.assert_close(dx.double(), ref[0], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(dw.double(), ref[1], rtol=1e-4, atol=1e-4)
+
+
+def test_wrong_output_is_reported():
+    xs, w, _ = random_inputs(8, 16, torch.float32, CPU, 1, backward=False)
+    with pytest.raises(RuntimeError, match="shape"):
+        measure(ForwardWorkload(lambda x, w_, eps: x[:, :3], xs, w), repetitions=2, warmup=1, device=CPU)
+
+
+def test_cuda_graph_needs_cuda():
+    xs, w, _ = random_inputs(8, 16, torch.float32, CPU, 1, backward=False)
+    with pytest.raises(RuntimeError, match="CUDA"):
+        timing.measure_cuda_graph(ForwardWorkload(torch_rmsnorm, xs, w), 2, 1, CPU)
