@@ -1,0 +1,97 @@
+// Wires the page together: health banner, run panel → charts (live), history → charts + dock.
+
+import { getHealth, getImplementations, setToken } from "./api.js";
+import { Charts } from "./charts.js";
+import { assignColors } from "./palette.js";
+import { Dock } from "./dock.js";
+import { History } from "./history.js";
+import { RunPanel } from "./run_panel.js";
+
+const $ = (sel) => document.querySelector(sel);
+
+function showBanner(text, kind = "info") {
+  const banner = $("#banner");
+  banner.textContent = text;
+  banner.className = `banner ${kind}`;
+  banner.hidden = !text;
+}
+
+async function main() {
+  const charts = new Charts({ fwd: $("#chart-fwd"), bwd: $("#chart-bwd"), sourcesLine: $("#chart-sources") });
+  for (const radio of document.querySelectorAll('input[name="view"]')) {
+    radio.addEventListener("change", () => radio.checked && charts.setView(radio.value));
+  }
+  charts.render();
+
+  const dock = new Dock({
+    mode: $("#dock-mode"), m: $("#dock-m"), mOut: $("#dock-m-out"), n: $("#dock-n"), nOut: $("#dock-n-out"),
+    sm: $("#dock-sm"), play: $("#dock-play"), impls: $("#dock-impls"), lanes: $("#dock-lanes"), timing: $("#dock-timing"),
+  });
+
+  const history = new History(
+    { tbody: $("#history-table tbody"), status: $("#history-status"), refresh: $("#history-refresh"), overlay: $("#history-overlay"), importInput: $("#history-import") },
+    { open: (doc, { overlay }) => {
+      charts.open(doc, { overlay });
+      if (!overlay) dock.setMeasured(doc);
+    } },
+  );
+
+  let live = null; // the run document being streamed, for the dock once it is complete
+  const panel = new RunPanel(
+    {
+      form: $("#sweep-form"), impls: $("#impl-list"), mList: $("#m-list"), nList: $("#n-list"), reps: $("#reps"),
+      device: $("#device"), split: $("#split"), token: $("#token"), tokenField: $("#token-field"), start: $("#start"), cancel: $("#cancel"), plan: $("#plan-line"),
+      progress: $("#run-progress"), progressText: $("#progress-text"), status: $("#run-status"), error: $("#run-error"),
+      tbody: $("#rows-table tbody"),
+    },
+    {
+      start: (runId) => {
+        live = { run: null, rows: [] };
+        charts.startLive(runId);
+      },
+      header: (line) => {
+        live.run = line;
+        charts.liveHeader(line.run_id, line);
+      },
+      row: (row) => {
+        live.rows.push(row);
+        charts.liveRow(row.run_id, row);
+      },
+      finished: ({ runId }) => {
+        if (live?.run && live.rows.some((r) => r.status === "ok")) dock.setMeasured(live);
+        if (runId) history.refresh();
+      },
+    },
+  );
+
+  $("#token").addEventListener("input", (e) => setToken(e.target.value));
+
+  let health = null;
+  try {
+    health = await getHealth();
+    const gpus = health.gpus ?? [];
+    $("#health-line").textContent = `Service ${health.version ?? "?"} on ${health.device ?? "?"}` +
+      (gpus.length ? ` · ${gpus.length} GPU${gpus.length > 1 ? "s" : ""}` : "") +
+      (Number.isFinite(health.ceiling_GBps) ? ` · copy ceiling ${health.ceiling_GBps.toFixed(1)} GB/s` : "") +
+      (health.triton_native === false ? " · Triton runs in its interpreter here" : "") +
+      (health.message ? ` · ${health.message}` : "");
+    if (health.cpu_only) showBanner("CPU only: timings are CPU timings; committed GPU results are under History.", "info");
+  } catch (err) {
+    $("#health-line").textContent = "The service did not answer /api/health.";
+    showBanner(`The service is not answering: ${err.message}`, "error");
+  }
+  panel.setHealth(health);
+
+  try {
+    const impls = await getImplementations();
+    assignColors(impls.map((i) => i.name));
+    panel.setImplementations(impls);
+    dock.setImplementations(impls);
+  } catch (err) {
+    $("#impl-list").textContent = `Could not read the implementations: ${err.message}`;
+  }
+  await history.refresh();
+  window.dashboardReady = true;
+}
+
+main();

@@ -1,0 +1,245 @@
+// The plotly charts: forward and backward panels, one trace per implementation (split further by
+// dtype / M / run when those vary), a horizontal line at the measured copy ceiling, three views
+// (effective GB/s, % of ceiling, latency). Rows can arrive one at a time while a run streams.
+
+import { colorFor } from "./palette.js";
+
+const DASHES = ["solid", "dash", "dot", "dashdot", "longdash"];
+const SYMBOLS = ["circle", "square", "diamond", "triangle-up", "x"];
+const VIEWS = {
+  GBps: { title: "effective bandwidth (GB/s)", y: (r) => r.GBps },
+  pct: { title: "% of the measured copy ceiling", y: (r) => r.pct_of_ceiling },
+  latency: { title: "median latency (µs)", y: (r) => r.median_us },
+};
+const PASS_TITLES = { fwd: "Forward", bwd: "Backward (dx and dγ)" };
+
+const fmt = (v, digits = 1) => (v == null || !Number.isFinite(v) ? "–" : Number(v).toFixed(digits));
+
+function shortDate(iso) {
+  if (!iso) return "";
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? String(iso) : d.toISOString().slice(0, 16).replace("T", " ");
+}
+
+export function sourceLabel(header, { live = false } = {}) {
+  const device = header?.device?.name ?? "unknown device";
+  return live ? `live: ${device}` : `${device}, ${shortDate(header?.created_at)}`;
+}
+
+function powersOfTwo(lo, hi) {
+  const out = [];
+  for (let e = Math.floor(Math.log2(lo)); e <= Math.ceil(Math.log2(hi)); e++) out.push(2 ** e);
+  return out;
+}
+
+const tickText = (v) => (v >= 1024 && v % 1024 === 0 ? `${v / 1024}K` : String(v));
+
+export class Charts {
+  constructor({ fwd, bwd, sourcesLine }) {
+    this.panels = { fwd, bwd };
+    this.sourcesLine = sourcesLine;
+    this.view = "GBps";
+    this.sources = []; // {key, label, header, rows, live}
+    this._pending = false;
+  }
+
+  setView(view) {
+    if (!VIEWS[view]) return;
+    this.view = view;
+    this.render();
+  }
+
+  // A new live run replaces whatever was shown: the charts then fill in as its rows arrive.
+  startLive(runId) {
+    this.sources = [{ key: runId, label: "live run", header: null, rows: [], live: true }];
+    this.scheduleRender();
+  }
+
+  liveHeader(runId, header) {
+    const src = this.sources.find((s) => s.key === runId);
+    if (!src) return;
+    src.header = header;
+    src.label = sourceLabel(header, { live: true });
+    this.scheduleRender();
+  }
+
+  liveRow(runId, row) {
+    let src = this.sources.find((s) => s.key === runId);
+    if (!src) {
+      src = { key: runId, label: "live run", header: null, rows: [], live: true };
+      this.sources.push(src);
+    }
+    src.rows.push(row);
+    this.scheduleRender();
+  }
+
+  // Show a stored run (a run-file document); with overlay=true it is added next to what is shown.
+  open(doc, { overlay = false } = {}) {
+    const key = doc.run?.run_id ?? `run-${this.sources.length}`;
+    const src = { key, label: sourceLabel(doc.run), header: doc.run, rows: doc.rows ?? [], live: false };
+    if (!overlay) this.sources = [src];
+    else this.sources = [...this.sources.filter((s) => s.key !== key), src];
+    this.render();
+  }
+
+  clear() {
+    this.sources = [];
+    this.render();
+  }
+
+  scheduleRender() {
+    if (this._pending) return;
+    this._pending = true;
+    requestAnimationFrame(() => {
+      this._pending = false;
+      this.render();
+    });
+  }
+
+  // Trace groups: one per (run, impl, dtype, M); names only mention what varies.
+  _groups(pass) {
+    const okRows = this.sources.flatMap((s, si) =>
+      s.rows.filter((r) => r.pass === pass && r.status === "ok" && Number.isFinite(r.median_us)).map((r) => [si, r]),
+    );
+    const all = this.sources.flatMap((s) => s.rows.filter((r) => r.status === "ok"));
+    const dtypes = [...new Set(all.map((r) => r.dtype))];
+    const Ms = [...new Set(all.map((r) => r.M))];
+    const groups = new Map();
+    for (const [si, r] of okRows) {
+      const key = `${si}|${r.impl}|${r.dtype}|${r.M}`;
+      if (!groups.has(key)) {
+        const parts = [r.impl];
+        if (dtypes.length > 1) parts.push(r.dtype);
+        if (Ms.length > 1) parts.push(`M=${r.M}`);
+        if (this.sources.length > 1) parts.push(`[${this.sources[si].label}]`);
+        groups.set(key, {
+          si, impl: r.impl, dtype: r.dtype, M: r.M, name: parts.join(" · "), rows: [],
+          dtypeIndex: dtypes.indexOf(r.dtype),
+        });
+      }
+      groups.get(key).rows.push(r);
+    }
+    return [...groups.values()];
+  }
+
+  _traces(pass) {
+    const view = VIEWS[this.view];
+    const traces = [];
+    let xs = [];
+    for (const g of this._groups(pass)) {
+      const rows = [...g.rows].sort((a, b) => a.N - b.N);
+      const src = this.sources[g.si];
+      const y = rows.map(view.y);
+      // The min-max spread of the timing, carried into each view.
+      const hi = rows.map((r, i) => {
+        if (this.view === "latency") return r.max_us - r.median_us;
+        return r.min_us > 0 ? y[i] * (r.median_us / r.min_us) - y[i] : 0;
+      });
+      const lo = rows.map((r, i) => {
+        if (this.view === "latency") return r.median_us - r.min_us;
+        return r.max_us > 0 ? y[i] - y[i] * (r.median_us / r.max_us) : 0;
+      });
+      xs = xs.concat(rows.map((r) => r.N));
+      traces.push({
+        type: "scatter",
+        mode: "lines+markers",
+        uid: `${pass}|${src.key}|${g.impl}|${g.dtype}|${g.M}`,
+        name: g.name,
+        legendgroup: g.impl,
+        x: rows.map((r) => r.N),
+        y,
+        error_y: { type: "data", symmetric: false, array: hi, arrayminus: lo, thickness: 1, width: 3, color: colorFor(g.impl) },
+        line: { color: colorFor(g.impl), dash: DASHES[g.si % DASHES.length], width: 2 },
+        marker: { color: colorFor(g.impl), symbol: SYMBOLS[g.dtypeIndex % SYMBOLS.length], size: 7 },
+        customdata: rows.map((r) => [
+          r.impl, r.M, r.N, r.dtype, r.median_us, r.min_us, r.max_us, r.GBps, r.pct_of_ceiling, src.label,
+        ]),
+        hovertemplate:
+          "<b>%{customdata[0]}</b> · %{customdata[9]}<br>M=%{customdata[1]}  N=%{customdata[2]}  %{customdata[3]}" +
+          "<br>median %{customdata[4]:.2f} µs (min %{customdata[5]:.2f} – max %{customdata[6]:.2f})" +
+          "<br>%{customdata[7]:.1f} GB/s · %{customdata[8]:.1f}% of ceiling<extra></extra>",
+      });
+    }
+    return { traces, xs };
+  }
+
+  _ceilingTraces(xs) {
+    if (this.view === "latency" || xs.length === 0) return [];
+    const lo = Math.min(...xs) / 1.25;
+    const hi = Math.max(...xs) * 1.25;
+    const out = [];
+    this.sources.forEach((s, si) => {
+      const c = s.header?.ceiling_GBps;
+      if (!Number.isFinite(c)) return;
+      const yv = this.view === "pct" ? 100 : c;
+      const who = this.sources.length > 1 ? ` [${s.label}]` : "";
+      out.push({
+        type: "scatter",
+        mode: "lines",
+        uid: `ceiling|${s.key}`,
+        name: `copy ceiling ${fmt(c, 1)} GB/s${who}`,
+        x: [lo, hi],
+        y: [yv, yv],
+        line: { color: "#555", dash: DASHES[(si + 1) % DASHES.length], width: 1.5 },
+        hovertemplate: `measured copy ceiling: ${fmt(c, 1)} GB/s${who}<extra></extra>`,
+      });
+    });
+    return out;
+  }
+
+  render() {
+    const Plotly = window.Plotly;
+    this._describeSources();
+    if (!Plotly) return;
+    for (const pass of ["fwd", "bwd"]) {
+      const el = this.panels[pass];
+      const { traces, xs } = this._traces(pass);
+      const data = [...traces, ...this._ceilingTraces(xs)];
+      const ticks = xs.length ? powersOfTwo(Math.min(...xs), Math.max(...xs)) : [256, 1024, 4096, 16384];
+      const layout = {
+        title: { text: `${PASS_TITLES[pass]}: ${VIEWS[this.view].title}`, font: { size: 14 } },
+        margin: { l: 60, r: 16, t: 40, b: 50 },
+        height: 380,
+        xaxis: {
+          title: { text: "N (hidden size, log₂ axis)" },
+          type: "log",
+          tickvals: ticks,
+          ticktext: ticks.map(tickText),
+          zeroline: false,
+        },
+        yaxis: { title: { text: VIEWS[this.view].title }, rangemode: "tozero", zeroline: false },
+        legend: { orientation: "h", y: -0.22, font: { size: 11 } },
+        hovermode: "closest",
+        paper_bgcolor: "rgba(0,0,0,0)",
+        plot_bgcolor: "#fff",
+        annotations: traces.length
+          ? []
+          : [{ text: `no ${pass === "fwd" ? "forward" : "backward"} results`, showarrow: false, xref: "paper", yref: "paper", x: 0.5, y: 0.5, font: { color: "#888" } }],
+        uirevision: `${this.view}|${this.sources.map((s) => s.key).join(",")}`,
+      };
+      Plotly.react(el, data, layout, { responsive: true, displaylogo: false, showLink: false, modeBarButtonsToRemove: ["sendDataToCloud"] });
+      el.dataset.traces = String(traces.length);
+      el.dataset.points = String(traces.reduce((n, t) => n + t.x.length, 0));
+    }
+  }
+
+  _describeSources() {
+    if (!this.sourcesLine) return;
+    if (this.sources.length === 0) {
+      this.sourcesLine.textContent = "No results yet: start a sweep, or open a stored run under History.";
+      return;
+    }
+    const parts = this.sources.map((s) => {
+      const ok = s.rows.filter((r) => r.status === "ok").length;
+      const other = s.rows.length - ok;
+      const ceiling = s.header?.ceiling_GBps;
+      const mode = s.rows.find((r) => r.mode)?.mode;
+      let text = `${s.label}: ${ok} measured`;
+      if (other) text += `, ${other} skipped or failed`;
+      if (Number.isFinite(ceiling)) text += `, copy ceiling ${fmt(ceiling)} GB/s`;
+      if (mode && mode !== "cuda") text += ` (${mode} timings)`;
+      return text;
+    });
+    this.sourcesLine.textContent = `Showing ${parts.join(" | ")}`;
+  }
+}
