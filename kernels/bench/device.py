@@ -171,6 +171,18 @@ def git_commit() -> Optional[str]:
     return os.environ.get("GIT_COMMIT") or None
 
 
+def git_dirty() -> Optional[bool]:
+    """Whether the checkout has uncommitted changes to tracked files (None outside a git checkout)."""
+    try:
+        out = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=PACKAGE_ROOT, capture_output=True,
+            text=True, timeout=10, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(out.stdout.strip()) if out.returncode == 0 else None
+
+
 def utc_now_iso() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 

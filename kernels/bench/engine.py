@@ -280,6 +280,7 @@ class DeviceBench:
             ceiling_bytes=ceiling.nbytes if ceiling else None,
             versions=devices.versions(),
             git_commit=devices.git_commit(),
+            git_dirty=devices.git_dirty(),
             host=devices.host(),
             sweep=request,
         )

@@ -76,15 +76,21 @@ def figure_spec(run: RunFile) -> dict[str, Any]:
                 "domain": [x0, x0 + width], "anchor": f"y{suffix}", "type": "log",
                 "tickvals": all_n, "ticktext": [str(n) for n in all_n], "title": {"text": "N (row length)"},
             }
-            layout[f"yaxis{suffix}"] = {"domain": [y1 - height, y1], "anchor": f"x{suffix}", "title": {"text": "GB/s"}, "rangemode": "tozero"}
+            panel_max = max([r.GBps for r in rows if r.dtype == dtype and r.pass_ == pass_] + [run.run.ceiling_GBps or 0, 1e-9])
+            layout[f"yaxis{suffix}"] = {"domain": [y1 - height, y1], "anchor": f"x{suffix}", "title": {"text": "GB/s"},
+                                        "range": [0, panel_max * 1.12]}
             layout["annotations"].append({
                 "text": f"<b>{pass_} · {dtype}</b>", "x": x0 + width / 2, "y": y1, "xref": "paper", "yref": "paper",
-                "xanchor": "center", "yanchor": "bottom", "showarrow": False,
+                "xanchor": "center", "yanchor": "bottom", "yshift": 6, "showarrow": False,
             })
             if run.run.ceiling_GBps:
                 layout["shapes"].append({
                     "type": "line", "xref": f"x{suffix} domain", "yref": f"y{suffix}", "x0": 0, "x1": 1,
                     "y0": run.run.ceiling_GBps, "y1": run.run.ceiling_GBps, "line": {"dash": "dash", "color": "#555", "width": 1},
+                })
+                layout["annotations"].append({
+                    "text": "copy ceiling", "x": 0.01, "y": run.run.ceiling_GBps, "xref": f"x{suffix} domain", "yref": f"y{suffix}",
+                    "xanchor": "left", "yanchor": "bottom", "showarrow": False, "font": {"size": 10, "color": "#555"},
                 })
             for ii, impl in enumerate(impls):
                 for mi, m in enumerate(ms):

@@ -1,0 +1,308 @@
+"""``rmsnorm-dash``: the command line.
+
+    rmsnorm-dash list                       the registry: every implementation, available here or why not
+    rmsnorm-dash check [...]                correctness against the fp64 reference (kernels.check)
+    rmsnorm-dash bench [--impl a,b] [--pass fwd,bwd] [--dtype bf16,fp16] [--m 4096,...] [--n ...]
+                       [--reps N] [--warmup N] [--device cpu|cuda|cuda:1] [--interpreter] [--cuda-graph]
+                       [--out FILE] [--plot FILE.html] [--plugin mod:obj] [--ceiling-bytes B]
+    rmsnorm-dash plot FILE.json --out FILE.html
+    rmsnorm-dash serve [--host 127.0.0.1] [--port 8000] [--data DIR] [--devices cuda:0,cuda:1]
+
+Nothing heavy is imported at module level: torch, Triton and the engine load inside the commands, and the
+web stack only inside ``serve``. Bad arguments exit with status 2 and a short message naming the field.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+CPU_DEFAULT_M = [256, 1024]
+CPU_DEFAULT_N = [512, 2048]
+CPU_DEFAULT_REPS = 20
+
+
+def _csv(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        return [int(part.replace("_", ""), 0) for part in _csv(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def _plugins(args: argparse.Namespace) -> list[str]:
+    return [p for item in (getattr(args, "plugin", None) or []) for p in _csv(item)]
+
+
+def _load_registry(parser: argparse.ArgumentParser, args: argparse.Namespace):
+    from kernels.registry import load_all
+
+    try:
+        return load_all(extra_paths=_plugins(args))
+    except (ValueError, TypeError) as exc:  # a bad --plugin / RMSNORM_PLUGINS path
+        parser.error(str(exc))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rmsnorm-dash",
+        description="Fast RMSNorm kernels in Triton: list, check, benchmark, plot, serve the dashboard.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p = sub.add_parser("list", help="the implementations this process knows, and whether each can run here")
+    p.add_argument("--plugin", action="append", help="module or module:object that registers implementations (repeatable)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(handler=cmd_list, subparser=p)
+
+    sub.add_parser("check", help="check every implementation against the fp64 reference (kernels.check)", add_help=False)
+
+    p = sub.add_parser("bench", help="measure effective bandwidth against the measured copy ceiling")
+    p.add_argument("--impl", type=_csv, help="implementations, comma-separated (default: every available one)")
+    p.add_argument("--pass", dest="passes", type=_csv, help="fwd,bwd (default: both)")
+    p.add_argument("--dtype", type=_csv, help="bf16,fp16,fp32 or torch names (default: bfloat16)")
+    p.add_argument("--m", type=_int_list, help="rows, comma-separated (default: 4096,16384,65536; on CPU 256,1024)")
+    p.add_argument("--n", type=_int_list, help="row lengths (default: 512..16384; on CPU 512,2048)")
+    p.add_argument("--reps", type=int, help="timed repetitions per case (default 100; on CPU 20)")
+    p.add_argument("--warmup", type=int, help="untimed warm-up repetitions (default 10)")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:<index> (default: auto)")
+    p.add_argument("--interpreter", action="store_true", help="on CPU, run Triton kernels under Triton's interpreter (slow; labelled)")
+    p.add_argument("--cuda-graph", action="store_true", help="time CUDA-graph replays (small problems; labelled cuda-graph)")
+    p.add_argument("--out", type=Path, help="result file (default on a GPU: results/<device-slug>-<date>.json)")
+    p.add_argument("--plot", type=Path, help="also write a standalone plotly chart (HTML)")
+    p.add_argument("--plugin", action="append", help="module or module:object that registers implementations (repeatable)")
+    p.add_argument("--ceiling-bytes", type=int, help="copy-ceiling buffer size in bytes (default 2 GiB GPU / 1 GiB CPU)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(handler=cmd_bench, subparser=p)
+
+    p = sub.add_parser("plot", help="write a standalone HTML chart of a result file")
+    p.add_argument("file", type=Path, help="result file (JSON)")
+    p.add_argument("--out", type=Path, help="HTML file (default: the result file with .html)")
+    p.set_defaults(handler=cmd_plot, subparser=p)
+
+    p = sub.add_parser("serve", help="serve the dashboard and the API (needs the web extra)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--data", type=Path, help="data directory (SQLite store)")
+    p.add_argument("--devices", help="devices to give a worker, e.g. cuda:0,cuda:1 or cpu*3")
+    p.add_argument("--plugin", action="append", help="module or module:object that registers implementations (repeatable)")
+    p.set_defaults(handler=cmd_serve, subparser=p)
+    return parser
+
+
+# -- list ---------------------------------------------------------------------------------------------
+def cmd_list(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    import json
+
+    registry = _load_registry(parser, args)
+    from kernels.registry import describe_all
+
+    entries = describe_all(registry)
+    if args.json:
+        print(json.dumps(entries, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="RMSNorm implementations")
+    for column in ("name", "passes", "family", "det.", "here", "description (or why it cannot run here)"):
+        table.add_column(column, no_wrap=column != "description (or why it cannot run here)")
+    for e in entries:
+        available = "[green]yes[/green]" if e["available"] else "[red]no[/red]"
+        text = e["description"] if e["available"] else f"[red]{e['reason']}[/red]"
+        if e["source"] != "builtin":
+            text += f" [dim]({e['source']})[/dim]"
+        table.add_row(e["name"], ",".join(e["passes"]), e["family"], "yes" if e["deterministic"] else "no", available, text)
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)
+    console.print(table)
+    return 0
+
+
+# -- bench --------------------------------------------------------------------------------------------
+def cmd_bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if args.interpreter:
+        os.environ.setdefault("TRITON_INTERPRET", "1")  # before anything imports Triton
+    registry = _load_registry(parser, args)
+
+    from pydantic import ValidationError
+    from rich.console import Console
+
+    from kernels.bench import device as devices
+    from kernels.bench.models import Sweep, format_validation_error
+
+    console = Console(stderr=True)
+    try:
+        torch_device = devices.resolve(args.device)
+    except (ValueError, RuntimeError) as exc:
+        parser.error(f"--device: {exc}")
+    on_cpu = torch_device.type == "cpu"
+    request: dict = {"device": args.device, "triton_interpreter": bool(args.interpreter)}
+    if args.impl is not None:
+        request["implementations"] = args.impl
+    if args.passes is not None:
+        request["passes"] = args.passes
+    if args.dtype is not None:
+        request["dtypes"] = args.dtype
+    if args.m is not None:
+        request["M"] = args.m
+    if args.n is not None:
+        request["N"] = args.n
+    if args.reps is not None:
+        request["repetitions"] = args.reps
+    if args.warmup is not None:
+        request["warmup"] = args.warmup
+    if args.cuda_graph:
+        request["timing"] = "cuda-graph"
+    if on_cpu:
+        notes = []
+        if args.m is None:
+            request["M"] = CPU_DEFAULT_M
+            notes.append(f"M {','.join(map(str, CPU_DEFAULT_M))}")
+        if args.n is None:
+            request["N"] = CPU_DEFAULT_N
+            notes.append(f"N {','.join(map(str, CPU_DEFAULT_N))}")
+        if args.reps is None:
+            request["repetitions"] = CPU_DEFAULT_REPS
+            notes.append(f"{CPU_DEFAULT_REPS} repetitions")
+        if notes:
+            console.print(f"[yellow]No GPU: using small CPU defaults ({', '.join(notes)}); pass --m/--n/--reps to change them. "
+                          "CPU numbers are not GPU performance.[/yellow]")
+    try:
+        sweep = Sweep.model_validate(request, context={"registry": registry})
+    except ValidationError as exc:
+        parser.error("invalid benchmark request:\n" + format_validation_error(exc))
+    if args.plot is not None:
+        from kernels.bench.plot import PlotlyUnavailable, plotly_js
+
+        try:
+            plotly_js()
+        except PlotlyUnavailable as exc:
+            parser.error(f"--plot: {exc}")
+
+    from kernels.bench.engine import iter_run, plan
+    from kernels.bench.models import RunFile
+    from kernels.bench.report import print_summary
+    from kernels.bench.summary import summarize
+
+    total = len(plan(sweep, registry))
+    console.print(f"{total} cases on {args.device if args.device != 'auto' else torch_device}; measuring the copy ceiling first …")
+    rows = []
+    header = None
+    progress = None
+    task = None
+    if not args.quiet:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                            console=console, transient=False)
+    try:
+        if progress is not None:
+            progress.start()
+            task = progress.add_task("ceiling", total=total)
+        for item in iter_run(sweep, registry=registry, ceiling_bytes=args.ceiling_bytes):
+            if header is None:
+                header = item
+                if progress is not None:
+                    progress.update(task, description="benchmark")
+                console.print(f"copy ceiling: {header.ceiling_GBps or 0:.1f} GB/s ({header.ceiling_method})")
+                continue
+            rows.append(item)
+            if progress is not None:
+                progress.update(task, advance=1, description=f"{item.impl} {item.pass_} {item.dtype} {item.M}×{item.N}")
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted: keeping the rows measured so far[/yellow]")
+    finally:
+        if progress is not None:
+            progress.stop()
+    if header is None:
+        return 130
+    run = RunFile(run=header, rows=rows, summary=summarize(rows, complete=len(rows) == total))
+    print_summary(run, Console())
+
+    out = args.out
+    if out is None and not on_cpu:
+        out = default_result_path(header)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(run.model_dump_json(indent=1) + "\n", encoding="utf-8")
+        console.print(f"wrote {out}")
+    else:
+        console.print("CPU run: no result file written (pass --out FILE to keep it)")
+    if args.plot is not None:
+        from kernels.bench.plot import write_plot_html
+
+        console.print(f"wrote {write_plot_html(run, args.plot)}")
+    return 0 if run.summary["complete"] else 130
+
+
+def default_result_path(header, results_dir: Path = Path("results")) -> Path:
+    """``results/<device-slug>-<date>.json``; a second run on the same day gets the time appended."""
+    from kernels.bench.device import slug
+
+    date = header.created_at[:10]
+    path = results_dir / f"{slug(header.device)}-{date}.json"
+    if path.exists():
+        path = results_dir / f"{slug(header.device)}-{date}-{header.created_at[11:19].replace(':', '')}.json"
+    return path
+
+
+# -- plot ---------------------------------------------------------------------------------------------
+def cmd_plot(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from kernels.bench.models import RunFile, format_validation_error
+    from kernels.bench.plot import PlotlyUnavailable, write_plot_html
+
+    try:
+        run = RunFile.model_validate_json(args.file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        parser.error(f"cannot read {args.file}: {exc.strerror or exc}")
+    except ValidationError as exc:
+        parser.error(f"{args.file} is not a result file:\n" + format_validation_error(exc)[:2000])
+    out = args.out or args.file.with_suffix(".html")
+    try:
+        print(f"wrote {write_plot_html(run, out)}")
+    except PlotlyUnavailable as exc:
+        parser.error(str(exc))
+    return 0
+
+
+# -- serve --------------------------------------------------------------------------------------------
+def cmd_serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    try:
+        from app.main import serve
+    except ImportError as exc:
+        parser.error(f"serve needs the web extra (pip install 'rmsnorm-dashboard[web]'): {exc}")
+    kwargs = {"host": args.host, "port": args.port, "data_dir": args.data, "devices": args.devices}
+    plugins = _plugins(args)
+    if plugins:
+        kwargs["plugins"] = plugins
+    serve(**kwargs)
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "check":  # its own parser, written with the kernels
+        from kernels.bench.device import use_triton_interpreter_without_gpu
+
+        use_triton_interpreter_without_gpu()
+        from kernels.check import check_main
+
+        return int(check_main(argv[1:]) or 0)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return int(args.handler(args.subparser, args) or 0)  # the subparser, so errors name the subcommand
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
