@@ -171,7 +171,7 @@ def register(
             launch=launch,
             source=source,
         )
-        (registry or REGISTRY).add(impl, replace=replace)
+        (registry if registry is not None else REGISTRY).add(impl, replace=replace)
         fn.implementation = impl  # type: ignore[attr-defined]
         return fn
 
@@ -191,9 +191,10 @@ def _adopt(obj: Any, source: str, registry: Registry) -> list[Implementation]:
             found.extend(_adopt(item, source, registry))
         return found
     for impl in found:
-        if impl.name not in registry or registry.get(impl.name) is not impl:
-            if impl.source == "builtin" and source != "builtin":
-                impl = _with_source(impl, source)
+        # a plugin's @register ran on import and labelled it "builtin": name where it really came from
+        if impl.source == "builtin" and source != "builtin":
+            impl = _with_source(impl, source)
+        if impl.name not in registry or registry.get(impl.name) != impl or registry.get(impl.name).source != impl.source:
             registry.add(impl, replace=True)
     return found
 
@@ -206,7 +207,7 @@ def _with_source(impl: Implementation, source: str) -> Implementation:
 
 def load_path(path: str, registry: Registry | None = None) -> list[str]:
     """Load ``module`` or ``module:object`` and register what it provides. Returns the names it added."""
-    registry = registry or REGISTRY
+    registry = registry if registry is not None else REGISTRY
     before = set(registry.names())
     module_name, _, attr = path.partition(":")
     if not module_name:
@@ -215,6 +216,10 @@ def load_path(path: str, registry: Registry | None = None) -> list[str]:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ValueError(f"cannot import plugin module {module_name!r}: {exc}") from exc
+    if not attr:  # a plain module registers on import: label what it added
+        for name in [n for n in registry.names() if n not in before]:
+            if registry.get(name).source == "builtin":
+                registry.add(_with_source(registry.get(name), f"path:{path}"), replace=True)
     if attr:
         try:
             obj = getattr(module, attr)
@@ -233,7 +238,7 @@ def load_entry_points(registry: Registry | None = None, entry_points: Iterable[A
     with a warning, never fatal: the rest of the registry still works."""
     import warnings
 
-    registry = registry or REGISTRY
+    registry = registry if registry is not None else REGISTRY
     before = set(registry.names())
     eps = entry_points if entry_points is not None else metadata.entry_points(group=ENTRY_POINT_GROUP)
     for ep in eps:
@@ -254,7 +259,7 @@ def load_all(extra_paths: Iterable[str] = (), registry: Registry | None = None) 
     """Populate the registry: the built-in implementations, installed entry points, then the
     ``RMSNORM_PLUGINS`` env var (comma-separated paths) and ``extra_paths``. Safe to call repeatedly."""
     global _LOADED
-    registry = registry or REGISTRY
+    registry = registry if registry is not None else REGISTRY
     if not _LOADED:
         importlib.import_module("kernels.implementations")  # registers the built-ins
         load_entry_points(registry)
@@ -266,8 +271,8 @@ def load_all(extra_paths: Iterable[str] = (), registry: Registry | None = None) 
 
 
 def describe_all(registry: Registry | None = None) -> list[dict]:
-    return [impl.describe() for impl in (registry or REGISTRY)]
+    return [impl.describe() for impl in (registry if registry is not None else REGISTRY)]
 
 
 def as_mapping(registry: Registry | None = None) -> Mapping[str, Implementation]:
-    return {impl.name: impl for impl in (registry or REGISTRY)}
+    return {impl.name: impl for impl in (registry if registry is not None else REGISTRY)}

@@ -18,6 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.poison import new_output
 from kernels.registry import register
 from kernels.triton_mode import interpreting, triton_unavailable_reason
 from kernels.validation import MAX_N, validate_rmsnorm_inputs
@@ -124,8 +125,8 @@ def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6):
     x2d = as_rows(x)
     w = weight.contiguous()
     m = x2d.shape[0]
-    y2d = torch.empty((m, n), dtype=x.dtype, device=x.device)
-    rstd = torch.empty((m,), dtype=torch.float32, device=x.device)
+    y2d = new_output((m, n), x.dtype, x.device)
+    rstd = new_output((m,), torch.float32, x.device)
     args = (x2d, w, y2d, rstd)
     if uses_multi_row(n):
         block = next_power_of_two(n)

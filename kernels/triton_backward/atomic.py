@@ -8,6 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.poison import new_output
 from kernels.registry import register
 from kernels.triton_backward.dx import backward_tile, load_tile, rmsnorm_dw_tile, rmsnorm_dx_tile, store_dx
 from kernels.triton_backward.function import triton_rmsnorm_with
@@ -35,7 +36,7 @@ def atomic_launch(M: int, N: int, sm_count: int = 0) -> dict:
 def atomic_backward(dy2d, x2d, weight, rstd):
     m, n = x2d.shape
     tile = backward_tile(n)
-    dx = torch.empty_like(x2d)
+    dx = new_output(x2d.shape, x2d.dtype, x2d.device)
     dw = torch.zeros((n,), dtype=torch.float32, device=x2d.device)
     rmsnorm_bwd_atomic_kernel[(triton.cdiv(m, tile.rows),)](
         x2d, dy2d, weight, rstd, dx, dw, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0),

@@ -8,6 +8,8 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.poison import new_output
+
 
 @triton.jit
 def column_sum_kernel(PARTIAL, OUT, G, N, stride_g, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr):
@@ -24,7 +26,7 @@ def column_sum_kernel(PARTIAL, OUT, G, N, stride_g, BLOCK_G: tl.constexpr, BLOCK
 def column_sum(partial: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
     """Sum a [G, N] fp32 partial buffer over G into a fresh [N] tensor of ``out_dtype``."""
     g, n = partial.shape
-    out = torch.empty((n,), dtype=out_dtype, device=partial.device)
+    out = new_output((n,), out_dtype, partial.device)
     block_n = 64 if n >= 64 else max(16, 1 << (n - 1).bit_length())
     block_g = 32
     column_sum_kernel[(triton.cdiv(n, block_n),)](

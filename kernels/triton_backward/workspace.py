@@ -9,6 +9,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.poison import new_output
 from kernels.registry import register
 from kernels.triton_backward.column_sum import column_sum
 from kernels.triton_backward.dx import backward_tile, load_tile, rmsnorm_dw_tile, rmsnorm_dx_tile, store_dx
@@ -51,8 +52,8 @@ def workspace_launch(M: int, N: int, sm_count: int = 0) -> dict:
 def workspace_backward(dy2d, x2d, weight, rstd):
     m, n = x2d.shape
     tile, tiles_per_program, programs = workspace_plan(m, n)
-    dx = torch.empty_like(x2d)
-    partial = torch.empty((programs, n), dtype=torch.float32, device=x2d.device)
+    dx = new_output(x2d.shape, x2d.dtype, x2d.device)
+    partial = new_output((programs, n), torch.float32, x2d.device)
     rmsnorm_bwd_workspace_kernel[(programs,)](
         x2d, dy2d, weight, rstd, dx, partial, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0),
         TILES_PER_PROGRAM=tiles_per_program, ROWS=tile.rows, BLOCK=tile.block, num_warps=tile.num_warps,

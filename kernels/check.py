@@ -1,0 +1,155 @@
+"""The correctness sweep behind ``rmsnorm-dash check``: every registered implementation, each pass it
+declares, each dtype and shape, against the fp64 reference on fresh random inputs with poisoned outputs.
+One dict per case; `format_check_table` prints them; `check_main` exits non-zero on any failure."""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+
+import torch
+
+from kernels.poison import poison_allocator, poisoned_outputs
+from kernels.reference import (
+    dx_scale,
+    relative_error,
+    rmsnorm_backward_reference,
+    rmsnorm_reference,
+    tolerance_for,
+)
+from kernels.registry import REGISTRY, load_all
+
+CPU_SHAPES = ((5, 7), (16, 1000), (3, 4097))
+"""Small on CPU: the Triton interpreter runs each program in Python, and torch.compile builds C++ per shape."""
+GPU_SHAPES = ((4, 7), (1000, 1), (4099, 1000), (1024, 4096), (257, 8192), (300, 12289), (32, 65536))
+DTYPES = ("float32", "bfloat16", "float16")
+EPS = 1e-6
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _inputs(m: int, n: int, dtype: torch.dtype, device, generator: torch.Generator):
+    """Fresh random inputs, never zeros: x with a per-row scale (so rstd varies by row), γ around 1 with
+    spread and sign changes, dy standard normal."""
+    x = torch.randn(m, n, generator=generator, dtype=torch.float32) * (0.5 + 2 * torch.rand(m, 1, generator=generator))
+    w = 1.0 + 0.5 * torch.randn(n, generator=generator)
+    dy = torch.randn(m, n, generator=generator)
+    return (x.to(device=device, dtype=dtype), w.to(device=device, dtype=dtype), dy.to(device=device, dtype=dtype))
+
+
+def check_case(impl, pass_: str, dtype_name: str, m: int, n: int, device, generator) -> dict:
+    dtype = getattr(torch, dtype_name)
+    row = {"impl": impl.name, "pass": pass_, "dtype": dtype_name, "M": m, "N": n, "device": str(device),
+           "max_rel_err": None, "tolerance": tolerance_for(dtype), "ok": False, "skipped": False, "reason": None}
+    x, w, dy = _inputs(m, n, dtype, device, generator)
+    element_bytes = m * n * x.element_size()
+    try:
+        poison_allocator(device, 4 * element_bytes)
+        with poisoned_outputs():
+            if pass_ == "fwd":
+                with torch.no_grad():
+                    y = impl.fn(x, w, EPS)
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+                y_ref, _ = rmsnorm_reference(x, w, EPS)
+                errors = {"y": relative_error(y, y_ref)}
+            else:
+                xg = x.clone().requires_grad_(True)
+                wg = w.clone().requires_grad_(True)
+                y = impl.fn(xg, wg, EPS)
+                dx, dw = torch.autograd.grad(y, (xg, wg), dy)
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+                dx_ref, dw_ref = rmsnorm_backward_reference(x, w, dy, EPS)
+                errors = {"dx": relative_error(dx, dx_ref, dx_scale(x, w, dy, EPS)), "dγ": relative_error(dw, dw_ref)}
+    except Exception as exc:  # a crash is a failure with its reason, never the end of the sweep
+        row["reason"] = f"{type(exc).__name__}: {exc}".strip()[:500]
+        return row
+    worst = max(errors, key=errors.get)
+    row["max_rel_err"] = errors[worst]
+    row["ok"] = errors[worst] <= row["tolerance"]
+    if not row["ok"]:
+        row["reason"] = f"{worst} relative error {errors[worst]:.3g} > {row['tolerance']:.0e}"
+    return row
+
+
+def run_check(names=None, dtypes=DTYPES, shapes=None, device=None, seed: int | None = None) -> list[dict]:
+    """Run the sweep. ``names``: implementations (default: every registered one); ``shapes``: (M, N)
+    pairs (default: small on CPU, wider on a GPU). Unavailable implementations give one skipped row."""
+    load_all()
+    device = torch.device(device) if device is not None else default_device()
+    shapes = tuple(shapes) if shapes else (GPU_SHAPES if device.type == "cuda" else CPU_SHAPES)
+    seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
+    generator = torch.Generator().manual_seed(seed)
+    impls = [REGISTRY.get(n) for n in names] if names else list(REGISTRY)
+    rows: list[dict] = []
+    for impl in impls:
+        reason = impl.unavailable_reason()
+        if reason is not None:
+            rows.append({"impl": impl.name, "pass": "/".join(impl.passes), "dtype": None, "M": None, "N": None,
+                         "device": str(device), "max_rel_err": None, "tolerance": None, "ok": True,
+                         "skipped": True, "reason": reason, "seed": seed})
+            continue
+        for pass_ in impl.passes:
+            for dtype_name in dtypes:
+                for m, n in shapes:
+                    started = time.perf_counter()
+                    row = check_case(impl, pass_, dtype_name, int(m), int(n), device, generator)
+                    row["seconds"] = round(time.perf_counter() - started, 3)
+                    row["seed"] = seed
+                    rows.append(row)
+    return rows
+
+
+def format_check_table(rows: list[dict]) -> str:
+    header = f"{'implementation':<20} {'pass':<4} {'dtype':<9} {'M':>6} {'N':>6} {'max rel err':>11} {'tol':>7}  result"
+    lines = [header, "-" * len(header)]
+    for r in rows:
+        if r.get("skipped"):
+            lines.append(f"{r['impl']:<20} {r['pass']:<4} {'':<9} {'':>6} {'':>6} {'':>11} {'':>7}  SKIP  {r['reason']}")
+            continue
+        err = f"{r['max_rel_err']:.2e}" if r["max_rel_err"] is not None else "-"
+        result = "ok" if r["ok"] else f"FAIL  {r['reason']}"
+        lines.append(f"{r['impl']:<20} {r['pass']:<4} {r['dtype']:<9} {r['M']:>6} {r['N']:>6} {err:>11} "
+                     f"{r['tolerance']:>7.0e}  {result}")
+    failed = sum(1 for r in rows if not r["ok"])
+    skipped = sum(1 for r in rows if r.get("skipped"))
+    passed = len(rows) - failed - skipped
+    seed = next((r.get("seed") for r in rows if r.get("seed") is not None), None)
+    lines.append(f"{passed} passed, {failed} failed, {skipped} skipped (seed {seed})")
+    return "\n".join(lines)
+
+
+def _shape(text: str) -> tuple[int, int]:
+    try:
+        m, n = text.lower().split("x")
+        return int(m), int(n)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"shape must look like MxN (e.g. 4096x1024), got {text!r}") from None
+
+
+def check_main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="rmsnorm-dash check",
+                                     description="Check every implementation against the fp64 reference.")
+    parser.add_argument("--impl", action="append", help="implementation name (repeatable; default: all)")
+    parser.add_argument("--dtype", action="append", choices=DTYPES, help="dtype (repeatable; default: all three)")
+    parser.add_argument("--shape", action="append", type=_shape, help="MxN (repeatable; default depends on device)")
+    parser.add_argument("--device", help="cuda, cuda:1 or cpu (default: cuda if present)")
+    parser.add_argument("--seed", type=int, help="input seed (default: fresh)")
+    parser.add_argument("--plugin", action="append", default=[], help="module or module:object to load first")
+    args = parser.parse_args(argv)
+    load_all(extra_paths=args.plugin)
+    try:
+        rows = run_check(args.impl, tuple(args.dtype or DTYPES), args.shape, args.device, args.seed)
+    except KeyError as exc:
+        print(f"error: {exc.args[0]}")
+        return 2
+    print(format_check_table(rows))
+    return 0 if all(r["ok"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(check_main())

@@ -1,0 +1,44 @@
+"""Poisoned outputs: inside ``poisoned_outputs()`` every output and scratch buffer the Triton
+implementations allocate starts as NaN, so an element a kernel fails to write stays NaN and fails every
+comparison (a zero-filled or recycled buffer could pass by luck). `poison_allocator` does the same,
+best effort, for implementations that allocate through PyTorch: it fills and frees a block of the CUDA
+caching allocator, which the next allocations reuse."""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+_depth = 0
+
+
+@contextlib.contextmanager
+def poisoned_outputs():
+    global _depth
+    _depth += 1
+    try:
+        yield
+    finally:
+        _depth -= 1
+
+
+def poisoning() -> bool:
+    return _depth > 0
+
+
+def new_output(shape, dtype: torch.dtype, device) -> torch.Tensor:
+    """``torch.empty``, or a NaN-filled tensor while poisoning."""
+    if poisoning():
+        return torch.full(shape, float("nan"), dtype=dtype, device=device)
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
+def poison_allocator(device, nbytes: int) -> None:
+    """Leave ``nbytes`` of NaN in the CUDA caching allocator's free blocks (no-op on CPU, whose allocator
+    returns large blocks to the system)."""
+    device = torch.device(device)
+    if device.type != "cuda" or nbytes <= 0:
+        return
+    block = torch.full((nbytes // 4 + 1,), float("nan"), dtype=torch.float32, device=device)
+    del block

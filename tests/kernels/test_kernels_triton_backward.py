@@ -1,0 +1,94 @@
+"""The three dγ strategies, called directly with NaN-poisoned outputs and workspaces, against the fp64
+reference; determinism; launch grids."""
+
+import pytest
+import torch
+from kernel_inputs import DTYPES, ODD_N, random_inputs
+
+from kernels.poison import poisoned_outputs
+from kernels.reference import dx_scale, relative_error, rmsnorm_backward_reference, tolerance_for
+from kernels.registry import REGISTRY, load_all
+from kernels.triton_backward.atomic import atomic_backward, atomic_launch
+from kernels.triton_backward.persistent import persistent_backward, persistent_launch, programs_per_sm
+from kernels.triton_backward.workspace import workspace_backward, workspace_launch
+from kernels.triton_forward import rmsnorm_forward
+
+STRATEGIES = {"atomic": atomic_backward, "workspace": workspace_backward, "persistent": persistent_backward}
+
+
+def run_backward(strategy, x, w, dy, **kwargs):
+    _, x2d, rstd = rmsnorm_forward(x, w, 1e-6)
+    with poisoned_outputs():
+        dx, dw = strategy(dy.reshape(x2d.shape), x2d, w, rstd, **kwargs)
+    return dx, dw
+
+
+def assert_backward_correct(dx, dw, x, w, dy):
+    dx_ref, dw_ref = rmsnorm_backward_reference(x, w, dy)
+    assert dx.dtype == x.dtype and dw.dtype == w.dtype and dw.shape == w.shape
+    tol = tolerance_for(x.dtype)
+    assert relative_error(dx.reshape(x.shape), dx_ref, dx_scale(x, w, dy)) <= tol
+    assert relative_error(dw, dw_ref) <= tol
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("n", ODD_N)
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_backward_matches_reference(name, n, dtype):
+    x, w, dy = random_inputs((37, n), dtype)
+    dx, dw = run_backward(STRATEGIES[name], x, w, dy)
+    assert_backward_correct(dx, dw, x, w, dy)
+
+
+def test_persistent_with_rows_left_over_and_few_programs():
+    # 50 rows over 3 programs: programs walk 17, 17 and 16 rows; every row and every partial written
+    x, w, dy = random_inputs((50, 1500), torch.float32)
+    dx, dw = run_backward(persistent_backward, x, w, dy, sm_count=3)
+    assert_backward_correct(dx, dw, x, w, dy)
+
+
+def test_widest_row():
+    x, w, dy = random_inputs((3, 65536), torch.float32)
+    for strategy in STRATEGIES.values():
+        dx, dw = run_backward(strategy, x, w, dy)
+        assert_backward_correct(dx, dw, x, w, dy)
+
+
+@pytest.mark.parametrize("name", ["workspace", "persistent"])
+def test_deterministic_strategies_are_bit_identical_on_repeats(name):
+    x, w, dy = random_inputs((300, 257), torch.float32)
+    first = run_backward(STRATEGIES[name], x, w, dy)
+    for _ in range(2):
+        again = run_backward(STRATEGIES[name], x, w, dy)
+        assert torch.equal(first[0], again[0]) and torch.equal(first[1], again[1])
+
+
+def test_persistent_is_bit_identical_for_a_given_grid_and_correct_for_any():
+    x, w, dy = random_inputs((200, 333), torch.float32)
+    for sm_count in (1, 5, 132):
+        a = run_backward(persistent_backward, x, w, dy, sm_count=sm_count)
+        b = run_backward(persistent_backward, x, w, dy, sm_count=sm_count)
+        assert torch.equal(a[1], b[1])
+        assert_backward_correct(*a, x, w, dy)
+
+
+def test_registry_says_which_are_deterministic():
+    load_all()
+    assert REGISTRY.get("triton-atomic").deterministic is False
+    assert REGISTRY.get("triton-workspace").deterministic is True
+    assert REGISTRY.get("triton-persistent").deterministic is True
+    families = {n: REGISTRY.get(n).family for n in ("triton-atomic", "triton-workspace", "triton-persistent")}
+    assert families == {"triton-atomic": "atomic", "triton-workspace": "workspace",
+                        "triton-persistent": "persistent"}
+
+
+@pytest.mark.parametrize("m,n", [(1, 7), (37, 100), (16384, 4096), (65536, 1024), (5, 65536)])
+def test_launch_grids_cover_every_row(m, n):
+    a = atomic_launch(m, n, 132)
+    assert a["partial_rows"] == 1 and a["programs"] * a["rows_per_program"] >= m
+    ws = workspace_launch(m, n, 132)
+    assert ws["partial_rows"] == ws["programs"] and ws["programs"] * ws["rows_per_program"] >= m
+    p = persistent_launch(m, n, 132)
+    assert p["partial_rows"] == p["programs"] <= 132 * programs_per_sm(n)
+    assert p["programs"] * p["rows_per_program"] >= m
+    assert p["programs"] <= m  # never a program with no row (its partial row would be left unwritten)

@@ -1,0 +1,89 @@
+"""The Triton forward kernel, called directly with NaN-poisoned outputs, against the fp64 reference."""
+
+import pytest
+import torch
+import triton
+from kernel_inputs import DTYPES, ODD_N, random_inputs
+
+from kernels.poison import poisoned_outputs
+from kernels.reference import relative_error, rmsnorm_reference, tolerance_for
+from kernels.triton_forward import (
+    MULTI_ROW_CONFIGS,
+    ROW_CONFIGS,
+    prune_multi_row_configs,
+    prune_row_configs,
+    rmsnorm_forward,
+    rmsnorm_fwd_row_kernel,
+)
+
+
+def check_forward(x, w):
+    with poisoned_outputs():
+        y, x2d, rstd = rmsnorm_forward(x, w, 1e-6)
+    y_ref, rstd_ref = rmsnorm_reference(x, w, 1e-6)
+    assert y.shape == x.shape and y.dtype == x.dtype
+    assert rstd.dtype == torch.float32 and rstd.shape == (x2d.shape[0],)
+    assert relative_error(y, y_ref) <= tolerance_for(x.dtype)
+    assert relative_error(rstd, rstd_ref.reshape(-1)) <= 1e-6
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("n", ODD_N)
+def test_forward_matches_reference(n, dtype):
+    x, w, _ = random_inputs((9, n), dtype)
+    check_forward(x, w)
+
+
+def test_forward_any_leading_shape_and_widest_row():
+    x, w, _ = random_inputs((2, 3, 5, 33), torch.bfloat16)
+    check_forward(x, w)
+    x, w, _ = random_inputs((2, 65536), torch.float32)
+    check_forward(x, w)
+
+
+def test_forward_non_contiguous_input():
+    base, w, _ = random_inputs((40, 2 * 300), torch.float32)
+    strided_rows = base[::3, :300]  # row stride 3·600, unit column stride: used in place
+    check_forward(strided_rows, w[:300].contiguous())
+    transposed = torch.randn(300, 12).t()  # column stride 12: copied to rows
+    check_forward(transposed, torch.randn(300))
+
+
+def test_poisoning_catches_an_unwritten_row():
+    x, w, _ = random_inputs((6, 700), torch.float32)
+    with poisoned_outputs():
+        from kernels.poison import new_output
+
+        y = new_output((6, 700), torch.float32, "cpu")
+        rstd = new_output((6,), torch.float32, "cpu")
+    rmsnorm_fwd_row_kernel[(5,)](x, w, y, rstd, x.stride(0), y.stride(0), 700, 1e-6, BLOCK=1024)  # one row short
+    y_ref, _ = rmsnorm_reference(x, w)
+    assert relative_error(y[:5], y_ref[:5]) < 1e-6
+    assert relative_error(y, y_ref) == float("inf")
+
+
+@pytest.mark.parametrize("n", [1, 511, 512, 513, 2048, 2049, 3000, 8192, 8193, 65536])
+def test_prune_hook_keeps_only_blocks_that_hold_the_row(n):
+    kept = prune_row_configs(ROW_CONFIGS, {"N": n})
+    assert kept, "the hook must leave at least one config"
+    assert all(c.kwargs["BLOCK"] >= n for c in kept)
+    assert {c.num_warps for c in kept} == {4, 8, 16}  # the autotuner still chooses the warp count
+
+
+def test_prune_hook_row_of_3000_never_gets_a_2048_block():
+    kept = prune_row_configs(ROW_CONFIGS, {"N": 3000})
+    assert 2048 not in {c.kwargs["BLOCK"] for c in kept}
+    assert {c.kwargs["BLOCK"] for c in kept} == {4096}
+
+
+def test_prune_hook_rejects_rows_wider_than_any_block():
+    with pytest.raises(ValueError, match="N = 70000"):
+        prune_row_configs(ROW_CONFIGS, {"N": 70000})
+
+
+def test_multi_row_prune_keeps_whole_rows():
+    for n in (1, 100, 1000):
+        block = triton.next_power_of_2(n)
+        kept = prune_multi_row_configs(MULTI_ROW_CONFIGS, {"N": n}, BLOCK=block)
+        assert kept and all(c.kwargs["ROWS"] * block >= block for c in kept)
+        assert all(c.kwargs["ROWS"] * block <= 16384 for c in kept)
