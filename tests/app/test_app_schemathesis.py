@@ -1,0 +1,50 @@
+"""Schemathesis against /openapi.json: generated requests (valid and invalid) never get a 5xx.
+
+The app under test has no worker started, and a queue of length 0, so nothing generated is ever measured.
+POST /benchmark is fuzzed with invalid bodies only (negative mode): a *valid* generated sweep could ask for hours
+of measurements (M up to 2^20, every implementation); its valid path is covered by the other service tests."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import schemathesis
+from schemathesis import GenerationMode
+from hypothesis import HealthCheck, settings
+
+from app.main import create_app
+from app.settings import Settings
+
+_DATA = tempfile.TemporaryDirectory(prefix="rmsnorm-schemathesis-")
+APP = create_app(Settings.from_env(data_dir=Path(_DATA.name), devices="cpu", results_dir="", start_workers=False,
+                                   max_queue=0))
+schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
+
+BOUNDED = settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+
+
+@schema.exclude(method="POST", path="/benchmark").parametrize()
+@BOUNDED
+def test_no_server_error(case):
+    response = case.call()
+    assert response.status_code < 500, (case.method, case.path, response.status_code, response.text[:500])
+
+
+def _refuse_everything(*args, **kwargs):
+    """Stands in for the scheduler here: a generated body that passes validation is answered 429, never run."""
+    from app.jobs import QueueFull
+
+    raise QueueFull("schemathesis run: nothing is measured here")
+
+
+APP.state.service.scheduler.submit = _refuse_everything
+negative = schemathesis.openapi.from_asgi("/openapi.json", APP)
+negative.config.generation.update(modes=[GenerationMode.NEGATIVE])
+
+
+@negative.include(method="POST", path="/benchmark").parametrize()
+@BOUNDED
+def test_invalid_benchmark_requests_are_client_errors(case):
+    response = case.call()
+    assert 400 <= response.status_code < 500, (case.body, case.query, response.status_code, response.text[:500])
