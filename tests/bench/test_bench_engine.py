@@ -180,3 +180,16 @@ def test_unknown_device_is_a_clear_error(registry):
         pytest.skip("a GPU is present")
     with pytest.raises(ValueError, match="no CUDA GPU"):
         DeviceBench("cuda:0", registry=registry)
+
+
+def test_engine_imports_no_web_stack():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    modules = ["models", "byte_model", "device", "ceiling", "timing", "memory", "summary", "engine", "report", "plot"]
+    code = ("import sys\n" + "".join(f"import kernels.bench.{m}\n" for m in modules) +
+            "print([m for m in ('fastapi', 'uvicorn', 'starlette', 'jinja2', 'plotly', 'app') if m in sys.modules])")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

@@ -1,0 +1,80 @@
+import builtins
+
+import pytest
+from rich.console import Console
+
+from kernels.bench import plot as plot_mod
+from kernels.bench.models import RunFile
+from kernels.bench.report import BEST, print_summary, summary_tables
+from kernels.bench.summary import summarize
+
+
+def make_run(rows):
+    header = {"run_id": "r1", "created_at": "2026-12-02T14:00:00Z",
+              "device": {"kind": "cuda", "index": 0, "name": "Test GPU", "uuid": "GPU-t", "sm_count": 4,
+                         "memory_bytes": 1, "l2_bytes": 1, "capability": "9.0"},
+              "ceiling_GBps": 1000.0, "ceiling_method": "test", "versions": {"torch": "x"}, "sweep": {}}
+    full = []
+    for impl, pass_, m, n, status, gbps in rows:
+        full.append({"run_id": "r1", "impl": impl, "pass": pass_, "dtype": "bfloat16", "M": m, "N": n, "status": status,
+                     "reason": None if status == "ok" else "because", "median_us": 10.0 if status == "ok" else None,
+                     "GBps": gbps, "pct_of_ceiling": gbps / 10 if gbps else None, "bytes": 1, "mode": "cuda",
+                     "device": {"index": 0, "name": "Test GPU", "uuid": "GPU-t"}, "started_at": 0.0, "ended_at": 0.0})
+    run = RunFile.model_validate({"run": header, "rows": full})
+    run.summary = summarize(run.rows)
+    return run
+
+
+ROWS = [("a", "fwd", 64, 128, "ok", 900.0), ("b", "fwd", 64, 128, "ok", 950.0), ("c", "fwd", 64, 128, "skipped", None),
+        ("a", "fwd", 64, 256, "ok", 800.0), ("b", "fwd", 64, 256, "error", None), ("a", "bwd", 64, 128, "ok", 500.0)]
+
+
+def render(run):
+    console = Console(record=True, width=200)
+    print_summary(run, console)
+    return console.export_text()
+
+
+def test_table_marks_the_best_per_shape_and_shows_percent():
+    text = render(make_run(ROWS))
+    lines = [line for line in text.splitlines() if "64×128" in line or "64×256" in line]
+    fwd_128 = lines[0]
+    assert f"{BEST} 950 (95%)" in fwd_128 and f"{BEST} 900" not in fwd_128 and "skip" in fwd_128
+    assert f"{BEST} 800 (80%)" in lines[1] and "error" in lines[1]
+    assert "6 cases: 4 ok, 1 skipped, 1 error" in text
+    assert len(summary_tables(make_run(ROWS).run, make_run(ROWS).rows)) == 2  # fwd and bwd
+
+
+def test_summary_best_and_counts():
+    s = summarize(make_run(ROWS).rows, complete=False)
+    assert s["best"]["fwd/bfloat16/64x128"]["impl"] == "b" and s["best"]["fwd/bfloat16/64x256"]["impl"] == "a"
+    assert (s["rows"], s["ok"], s["skipped"], s["error"], s["complete"]) == (6, 4, 1, 1, False)
+
+
+def test_figure_has_a_trace_per_impl_and_m_per_panel_and_the_ceiling():
+    spec = plot_mod.figure_spec(make_run(ROWS))
+    names = [(t["name"], t["xaxis"]) for t in spec["data"]]
+    assert sorted(names) == [("a · M=64", "x"), ("a · M=64", "x2"), ("b · M=64", "x")]
+    a_fwd = next(t for t in spec["data"] if t["name"] == "a · M=64" and t["xaxis"] == "x")
+    assert a_fwd["x"] == [128, 256] and a_fwd["y"] == [900.0, 800.0]
+    assert all(s["y0"] == 1000.0 for s in spec["layout"]["shapes"]) and len(spec["layout"]["shapes"]) == 2
+
+
+def test_plot_without_plotly_js_is_a_clear_error(monkeypatch, tmp_path):
+    real_import = builtins.__import__
+
+    def no_plotly(name, *args, **kwargs):
+        if name.startswith("plotly"):
+            raise ImportError("no plotly here")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_plotly)
+    monkeypatch.setattr(plot_mod, "REPO_PLOTLY_JS", tmp_path / "missing.js")
+    monkeypatch.delenv(plot_mod.PLOTLY_JS_ENV, raising=False)
+    with pytest.raises(plot_mod.PlotlyUnavailable, match="plotly.min.js"):
+        plot_mod.write_plot_html(make_run(ROWS), tmp_path / "x.html")
+    js = tmp_path / "plotly.min.js"
+    js.write_text("window.Plotly = {newPlot: function () {}};")
+    monkeypatch.setenv(plot_mod.PLOTLY_JS_ENV, str(js))
+    page = plot_mod.write_plot_html(make_run(ROWS), tmp_path / "x.html").read_text()
+    assert "window.Plotly = {newPlot" in page and "M=64" in page and "Plotly.newPlot" in page

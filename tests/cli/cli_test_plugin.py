@@ -1,0 +1,13 @@
+"""A plugin the CLI tests load with --plugin (plain torch, registered under a name no built-in uses)."""
+
+import torch
+
+from kernels.registry import Implementation
+
+
+def _rmsnorm(x, weight, eps=1e-6):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(x.dtype)
+
+
+impl = Implementation("cli-test-torch", fn=_rmsnorm, family="baseline", description="CLI test plugin", source="plugin")
