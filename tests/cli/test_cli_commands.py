@@ -153,3 +153,17 @@ def test_cli_module_imports_no_web_stack_or_torch():
     code = "import sys, kernels.cli; bad = [m for m in ('torch', 'triton', 'fastapi', 'uvicorn', 'starlette', 'jinja2') if m in sys.modules]; print(bad)"
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.stdout.strip() == "[]", proc.stderr
+
+
+def test_default_result_path_is_device_slug_and_date(tmp_path):
+    from kernels.bench.models import RunHeader
+
+    header = RunHeader.model_validate({
+        "run_id": "r", "created_at": "2026-12-02T14:05:09Z", "ceiling_GBps": 1.0, "ceiling_method": "m",
+        "versions": {}, "sweep": {},
+        "device": {"kind": "cuda", "index": 0, "name": "NVIDIA H200", "sm_count": 132, "memory_bytes": 1, "l2_bytes": 1},
+    })
+    first = cli.default_result_path(header, tmp_path)
+    assert first == tmp_path / "nvidia-h200-2026-12-02.json"
+    first.write_text("{}")
+    assert cli.default_result_path(header, tmp_path) == tmp_path / "nvidia-h200-2026-12-02-140509.json"
