@@ -97,6 +97,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _wide_console():
+    """Rich's console; 160 columns when writing to a file or pipe (rich would assume 80)."""
+    from rich.console import Console
+
+    console = Console()
+    return console if console.is_terminal else Console(width=160)
+
+
 # -- list ---------------------------------------------------------------------------------------------
 def cmd_list(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     import json
@@ -120,10 +128,7 @@ def cmd_list(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if e["source"] != "builtin":
             text += f" [dim]({e['source']})[/dim]"
         table.add_row(e["name"], ",".join(e["passes"]), e["family"], "yes" if e["deterministic"] else "no", available, text)
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=160)
-    console.print(table)
+    _wide_console().print(table)
     return 0
 
 
@@ -226,7 +231,7 @@ def cmd_bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if header is None:
         return 130
     run = RunFile(run=header, rows=rows, summary=summarize(rows, complete=len(rows) == total))
-    print_summary(run, Console())
+    print_summary(run, _wide_console())
 
     out = args.out
     if out is None and not on_cpu:
