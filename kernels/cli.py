@@ -116,7 +116,6 @@ def cmd_list(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(entries, indent=2))
         return 0
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title="RMSNorm implementations")
