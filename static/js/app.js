@@ -69,9 +69,10 @@ async function main() {
   let health = null;
   try {
     health = await getHealth();
-    const gpus = health.gpus ?? [];
-    $("#health-line").textContent = `Service ${health.version ?? "?"} on ${health.device ?? "?"}` +
-      (gpus.length ? ` · ${gpus.length} GPU${gpus.length > 1 ? "s" : ""}` : "") +
+    const devices = health.gpus ?? [];
+    const gpus = devices.filter((d) => String(d.label ?? "cuda").startsWith("cuda"));
+    const workers = gpus.length ? `${gpus.length} GPU${gpus.length > 1 ? "s" : ""}` : `${devices.length} CPU worker${devices.length > 1 ? "s" : ""}`;
+    $("#health-line").textContent = `Service ${health.version ?? "?"} on ${health.device ?? "?"} · ${workers}` +
       (Number.isFinite(health.ceiling_GBps) ? ` · copy ceiling ${health.ceiling_GBps.toFixed(1)} GB/s` : "") +
       (health.triton_native === false ? " · Triton runs in its interpreter here" : "") +
       (health.message ? ` · ${health.message}` : "");

@@ -13,6 +13,8 @@ const VIEWS = {
 };
 const PASS_TITLES = { fwd: "Forward", bwd: "Backward (dx and dγ)" };
 
+// Plotly uses a trace's uid in CSS selectors: keep it to safe characters.
+const uid = (...parts) => parts.join("_").replace(/[^A-Za-z0-9_-]/g, "-");
 const fmt = (v, digits = 1) => (v == null || !Number.isFinite(v) ? "–" : Number(v).toFixed(digits));
 
 function shortDate(iso) {
@@ -79,6 +81,10 @@ export class Charts {
     const src = { key, label: sourceLabel(doc.run), header: doc.run, rows: doc.rows ?? [], live: false };
     if (!overlay) this.sources = [src];
     else this.sources = [...this.sources.filter((s) => s.key !== key), src];
+    // Two runs of the same device and minute still need names of their own.
+    const seen = new Map();
+    for (const s of this.sources) seen.set(s.label, (seen.get(s.label) ?? 0) + 1);
+    for (const s of this.sources) if (seen.get(s.label) > 1 && !s.live) s.label = `${s.label} #${String(s.key).slice(-6)}`;
     this.render();
   }
 
@@ -143,7 +149,7 @@ export class Charts {
       traces.push({
         type: "scatter",
         mode: "lines+markers",
-        uid: `${pass}|${src.key}|${g.impl}|${g.dtype}|${g.M}`,
+        uid: uid(pass, src.key, g.impl, g.dtype, g.M),
         name: g.name,
         legendgroup: g.impl,
         x: rows.map((r) => r.N),
@@ -176,7 +182,7 @@ export class Charts {
       out.push({
         type: "scatter",
         mode: "lines",
-        uid: `ceiling|${s.key}`,
+        uid: uid("ceiling", s.key),
         name: `copy ceiling ${fmt(c, 1)} GB/s${who}`,
         x: [lo, hi],
         y: [yv, yv],
@@ -196,9 +202,22 @@ export class Charts {
       const { traces, xs } = this._traces(pass);
       const data = [...traces, ...this._ceilingTraces(xs)];
       const ticks = xs.length ? powersOfTwo(Math.min(...xs), Math.max(...xs)) : [256, 1024, 4096, 16384];
+      // A ceiling far above every point (small CPU shapes) would flatten them: keep the points
+      // readable and say where the ceiling is.
+      const ys = traces.flatMap((t) => t.y.map((y, i) => y + (t.error_y.array[i] || 0))).filter(Number.isFinite);
+      const top = ys.length ? Math.max(...ys) : 0;
+      const ceilings = this._ceilingTraces(xs).map((t) => t.y[0]);
+      const offScale = this.view !== "latency" && top > 0 && ceilings.length && Math.min(...ceilings) > 4 * top;
+      const notes = [];
+      if (!traces.length) {
+        notes.push({ text: `no ${pass === "fwd" ? "forward" : "backward"} results`, showarrow: false, xref: "paper", yref: "paper", x: 0.5, y: 0.5, font: { color: "#888" } });
+      } else if (offScale) {
+        const c = this.view === "pct" ? "100%" : `${fmt(Math.min(...ceilings))} GB/s`;
+        notes.push({ text: `↑ copy ceiling ${c}: far above these points`, showarrow: false, xref: "paper", yref: "paper", x: 1, y: 1, xanchor: "right", yanchor: "bottom", font: { color: "#555", size: 11 } });
+      }
       const layout = {
-        title: { text: `${PASS_TITLES[pass]}: ${VIEWS[this.view].title}`, font: { size: 14 } },
-        margin: { l: 60, r: 16, t: 40, b: 50 },
+        title: { text: `${PASS_TITLES[pass]}: ${VIEWS[this.view].title}`, font: { size: 14 }, x: 0.01, xanchor: "left" },
+        margin: { l: 60, r: 16, t: 48, b: 50 },
         height: 380,
         xaxis: {
           title: { text: "N (hidden size, log₂ axis)" },
@@ -207,14 +226,13 @@ export class Charts {
           ticktext: ticks.map(tickText),
           zeroline: false,
         },
-        yaxis: { title: { text: VIEWS[this.view].title }, rangemode: "tozero", zeroline: false },
+        yaxis: { title: { text: VIEWS[this.view].title }, rangemode: "tozero", zeroline: false,
+          ...(offScale ? { range: [0, top * 1.15], autorange: false } : { autorange: true }) },
         legend: { orientation: "h", y: -0.22, font: { size: 11 } },
         hovermode: "closest",
         paper_bgcolor: "rgba(0,0,0,0)",
         plot_bgcolor: "#fff",
-        annotations: traces.length
-          ? []
-          : [{ text: `no ${pass === "fwd" ? "forward" : "backward"} results`, showarrow: false, xref: "paper", yref: "paper", x: 0.5, y: 0.5, font: { color: "#888" } }],
+        annotations: notes,
         uirevision: `${this.view}|${this.sources.map((s) => s.key).join(",")}`,
       };
       Plotly.react(el, data, layout, { responsive: true, displaylogo: false, showLink: false, modeBarButtonsToRemove: ["sendDataToCloud"] });

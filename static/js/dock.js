@@ -151,25 +151,30 @@ export class Dock {
     }
   }
 
-  // A stored or just-finished run: its measured times set the lanes' relative speeds.
+  // A stored or just-finished run: its measured times set the lanes' relative speeds. The sliders
+  // move to the shape it measured for the most of the lanes shown (they stay put when it measured
+  // none of them), and the SM count to its GPU's.
   setMeasured(doc) {
     this.measured = doc;
     if (doc?.rows?.length) {
       const ok = doc.rows.filter((r) => r.status === "ok");
       this.mValues = [...new Set([...DEFAULT_M, ...ok.map((r) => r.M)])].sort((a, b) => a - b);
       this.nValues = [...new Set([...DEFAULT_N, ...ok.map((r) => r.N)])].sort((a, b) => a - b);
-      // Start at the shape measured for the most implementations in this mode (largest on ties).
+      const shown = new Set(this._shown().map((i) => i.name));
       const count = new Map();
-      for (const r of ok.filter((r) => r.pass === this.mode)) {
+      for (const r of ok.filter((r) => r.pass === this.mode && shown.has(r.impl))) {
         const key = `${r.M}x${r.N}`;
         const c = count.get(key) ?? { M: r.M, N: r.N, impls: new Set() };
         c.impls.add(r.impl);
         count.set(key, c);
       }
       const best = [...count.values()].sort((a, b) => b.impls.size - a.impls.size || b.M * b.N - a.M * a.N)[0];
-      if (best) this._setSliders(best.M, best.N);
-      const sm = doc.run?.device?.sm_count;
-      if (Number.isFinite(sm) && sm > 0) this.els.sm.value = String(sm);
+      const [M, N] = [this.M, this.N];
+      this._setSliders(best?.M ?? M, best?.N ?? N);
+      const device = doc.run?.device;
+      if (best && device?.kind === "cuda" && Number.isFinite(device.sm_count) && device.sm_count > 0) {
+        this.els.sm.value = String(device.sm_count);
+      }
     }
     this.rebuild();
   }

@@ -215,8 +215,9 @@ export class RunPanel {
         this.on.row?.(line);
         break;
       case "summary": {
-        if (Number.isFinite(line.rows) && line.rows !== this.planned) {
-          this.planned = Math.max(line.rows, this.received);
+        const planned = Number.isFinite(line.planned) ? line.planned : line.rows;
+        if (Number.isFinite(planned) && planned !== this.planned) {
+          this.planned = Math.max(planned, this.received);
           this._progress();
         }
         const c = { ok: line.ok ?? this.counts.ok, skipped: line.skipped ?? this.counts.skipped, error: line.error ?? this.counts.error };

@@ -1,0 +1,133 @@
+"""The loading dock: one lane per registered backward (the example plugin too) drawn from the real launch
+grids; the animation advances (frames and canvas pixels change) and pauses; the atomic strategy's queue at
+its one dock is longer than the workspace's for the same configuration and grows with the block count."""
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.server]
+
+DRAWN = {"triton-atomic", "triton-workspace", "triton-persistent", "torch-chunked"}
+
+
+def lanes(page):
+    return set(page.locator("#dock-lanes figure.lane").evaluate_all("(els) => els.map((e) => e.dataset.impl)"))
+
+
+def wait_lanes(page, names):
+    page.wait_for_function(
+        "(names) => window.dockState && names.every((n) => n in window.dockState)", arg=sorted(names)
+    )
+
+
+def sample_queues(page, ms=1500):
+    """The largest queue each lane showed while the animation ran for `ms` milliseconds."""
+    return page.evaluate(
+        """(ms) => new Promise((done) => {
+          const best = {};
+          const t0 = performance.now();
+          const step = () => {
+            for (const [name, s] of Object.entries(window.dockState)) best[name] = Math.max(best[name] ?? 0, s.queueLength);
+            if (performance.now() - t0 < ms) requestAnimationFrame(step); else done(best);
+          };
+          requestAnimationFrame(step);
+        })""",
+        ms,
+    )
+
+
+def test_dock_draws_every_backward_with_the_plugin_and_animates(make_page, server, shot):
+    page = make_page()
+    backward = {i["name"] for i in server.get("/api/implementations") if "bwd" in i["passes"]}
+    # Every registered backward can be shown (a checkbox each), the plugin included.
+    offered = set(page.locator("#dock-impls input").evaluate_all("(els) => els.map((e) => e.value)"))
+    assert offered == backward and "torch-chunked" in offered
+    wait_lanes(page, DRAWN)
+    assert DRAWN <= lanes(page)
+
+    # Drawn from the real launch grids of /api/launch.
+    state = page.evaluate("window.dockState")
+    m, n, sm = state["triton-atomic"]["M"], state["triton-atomic"]["N"], state["triton-atomic"]["smCount"]
+    launch = server.get(f"/api/launch?M={m}&N={n}&sm_count={sm}")
+    for name in DRAWN:
+        assert state[name]["programs"] == launch[name]["programs"], name
+        assert state[name]["kind"] == server_family(server, name)
+    assert state["torch-chunked"]["programs"] == -(-m // 64)
+
+    # The atomic strategy queues at one dock; the workspace one unloads at its own bays.
+    assert state["triton-atomic"]["maxQueueLength"] > state["triton-workspace"]["maxQueueLength"]
+    seen = sample_queues(page)
+    assert seen["triton-atomic"] > seen["triton-workspace"], seen
+
+    # Frames advance and the canvas pixels change.
+    canvas = page.locator('#dock-lanes figure.lane[data-impl="triton-atomic"] canvas')
+    canvas.scroll_into_view_if_needed()
+    frame1 = page.evaluate("window.dockState['triton-atomic'].frame")
+    img1 = canvas.screenshot()
+    page.wait_for_timeout(400)
+    img2 = canvas.screenshot()
+    frame2 = page.evaluate("window.dockState['triton-atomic'].frame")
+    assert frame2 > frame1
+    assert img1 != img2, "the dock canvas did not change between two screenshots"
+
+    # Pause freezes it; Play resumes.
+    page.click("#dock-play")
+    assert page.get_attribute("#dock-play", "aria-pressed") == "false"
+    page.wait_for_timeout(100)
+    f1, p1 = page.evaluate("window.dockState['triton-atomic'].frame"), canvas.screenshot()
+    page.wait_for_timeout(400)
+    f2, p2 = page.evaluate("window.dockState['triton-atomic'].frame"), canvas.screenshot()
+    assert f1 == f2 and p1 == p2
+    page.click("#dock-play")
+    page.wait_for_function(f"() => window.dockState['triton-atomic'].frame > {f2}")
+
+    page.locator("#dock").scroll_into_view_if_needed()
+    page.wait_for_timeout(1200)
+    shot(page.locator("#dock"), "dock.png", doc_name="dock.png")
+
+
+def server_family(server, name):
+    fam = {i["name"]: i["family"] for i in server.get("/api/implementations")}[name]
+    return fam if fam in ("atomic", "workspace", "persistent") else "generic"
+
+
+def test_dock_queue_grows_with_the_block_count(make_page):
+    page = make_page()
+    wait_lanes(page, DRAWN)
+    slider = page.locator("#dock-m")
+    slider.focus()
+
+    def at(key):
+        before = page.evaluate("window.dockState['triton-atomic'].M")
+        page.keyboard.press(key)
+        page.wait_for_function(f"() => window.dockState['triton-atomic'] && window.dockState['triton-atomic'].M !== {before}")
+        return page.evaluate("window.dockState")
+
+    small = at("Home")
+    large = at("End")
+    assert large["triton-atomic"]["programs"] > small["triton-atomic"]["programs"]
+    assert large["triton-atomic"]["maxQueueLength"] > small["triton-atomic"]["maxQueueLength"]
+    assert large["triton-atomic"]["totalUs"] > small["triton-atomic"]["totalUs"]
+    assert page.locator("#dock-m-out").inner_text() == str(large["triton-atomic"]["M"])
+    for state in (small, large):
+        assert state["triton-atomic"]["maxQueueLength"] > state["triton-workspace"]["maxQueueLength"]
+
+
+def test_dock_forward_mode_and_generic_lanes(make_page, server):
+    page = make_page()
+    wait_lanes(page, DRAWN)
+    page.select_option("#dock-mode", "fwd")
+    forward = sorted(i["name"] for i in server.get("/api/implementations")
+                     if "fwd" in i["passes"] and i["available"] and i["family"] != "baseline")
+    assert "torch-chunked" in forward
+    page.wait_for_function(
+        "(names) => Object.keys(window.dockState).sort().join() === names.join()"
+        " && Object.values(window.dockState).every((s) => s.mode === 'fwd')",
+        arg=forward,
+    )
+    state = page.evaluate("window.dockState")
+    assert all(s["kind"] == "forward" and s["maxQueueLength"] == 0 for s in state.values()), state
+    page.select_option("#dock-mode", "bwd")
+    # A baseline with no published grid gets the generic drawing, labelled with its name.
+    page.locator('#dock-impls input[value="eager"]').check()
+    page.wait_for_function("() => window.dockState.eager && window.dockState.eager.mode === 'bwd'")
+    assert page.evaluate("window.dockState.eager.kind") == "generic"
