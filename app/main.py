@@ -37,19 +37,23 @@ def plotly_js_path() -> Path | None:
     return path if path.is_file() else None
 
 
-def _prepare_process() -> None:
+def _prepare_process(plugins: tuple[str, ...]) -> None:
     """Before the registry is imported: Triton kernels are interpreted when there is no GPU (the engine's rule),
-    so that the implementation list here matches what the workers can run."""
+    so that the implementation list here matches what the workers can run. Then the registry is loaded, with the
+    plugins of the settings (the workers load the same ones), so that requests naming them validate."""
     from kernels.bench.device import use_triton_interpreter_without_gpu
     from kernels.bench.models import default_registry
+    from kernels.registry import load_all
 
     use_triton_interpreter_without_gpu()
-    default_registry()
+    registry = default_registry()
+    if plugins:
+        load_all(extra_paths=plugins, registry=registry)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.from_env()
-    _prepare_process()
+    _prepare_process(settings.plugins)
     service = Service(settings)
     service.import_results_dir()
 

@@ -20,6 +20,9 @@ from app.state import Service, get_service
 
 router = APIRouter(tags=["benchmark"])
 
+DISCONNECT_POLL_S = 1.0
+"""How often a ``?stream=false`` request checks whether its client is still there."""
+
 STREAM_DOC = (
     "NDJSON (`application/x-ndjson`), one JSON object per line, each with `type` and `run_id`: "
     "`queued` (position in the device's queue; again whenever it moves), `header` (one per device: device, "
@@ -83,8 +86,18 @@ async def benchmark(
 
     if not stream:
         try:
-            while (await lines.get())["type"] != "summary":
-                pass
+            checked = loop.time()
+            while True:
+                try:
+                    line = await asyncio.wait_for(lines.get(), timeout=DISCONNECT_POLL_S)
+                except asyncio.TimeoutError:
+                    line = None
+                if line is not None and line["type"] == "summary":
+                    break
+                if loop.time() - checked >= DISCONNECT_POLL_S:
+                    checked = loop.time()
+                    if await request.is_disconnected():
+                        break  # nobody waits for the document any more: cancel (in finally)
         finally:
             if not job.finished.is_set():
                 service.scheduler.cancel(job)

@@ -119,6 +119,29 @@ def test_stream_lines_in_order(client):
         assert before["ended_at"] <= after["started_at"]
 
 
+def test_case_too_big_for_memory_is_skipped_not_crashed(client):
+    """A case whose memory estimate exceeds what may be used is a ``skipped`` row with the reason; the sweep goes on
+    (the next case is measured)."""
+    import torch
+
+    from kernels.bench import memory
+    from kernels.bench.device import free_memory_bytes
+
+    big_m, big_n = MAX_ELEMENTS // 65536, 65536
+    need = memory.footprint("bwd", big_m, big_n, 4, "baseline", None).total(1)
+    if need <= memory.budget(free_memory_bytes(torch.device("cpu")), "cpu"):
+        pytest.skip("this machine could hold the big case")
+    body = {"implementations": ["eager"], "passes": ["bwd"], "dtypes": ["float32"], "M": [16, big_m], "N": [128, big_n],
+            "repetitions": 2, "warmup": 1}
+    document = client.post("/benchmark?stream=false", json=body).json()
+    by_shape = {(r["M"], r["N"]): r for r in document["rows"]}
+    big = by_shape[(big_m, big_n)]
+    assert big["status"] == "skipped" and "not enough memory" in big["reason"]
+    assert big["median_us"] is None
+    assert by_shape[(16, 128)]["status"] == "ok"
+    assert document["summary"]["complete"] is True and document["summary"]["skipped"] >= 1
+
+
 def test_run_is_stored_and_exported(client, finished_run):
     run_id = finished_run["run"]["run_id"]
     listed = {r["run_id"]: r for r in client.get("/api/runs").json()}

@@ -155,6 +155,24 @@ def test_disconnect_while_queued_drops_the_job(server):
     assert first["run_id"] not in {r["run_id"] for r in httpx.get(server.url + "/api/runs", timeout=10).json()}
 
 
+def test_one_document_request_is_cancelled_when_its_client_leaves(server):
+    """``?stream=false``: the client gives up waiting; the server notices, drops the rest, keeps what it measured."""
+    before = {r["run_id"] for r in httpx.get(server.url + "/api/runs", timeout=10).json()}
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(server.url + "/benchmark?stream=false", json=slow_sweep([8, 16, 24, 32, 40, 48, 56, 64]),
+                   timeout=httpx.Timeout(10, read=1.5))
+
+    def finished_run():
+        runs = [r for r in httpx.get(server.url + "/api/runs", timeout=10).json() if r["run_id"] not in before]
+        if runs and not stored(server, runs[0]["run_id"])["summary"].get("running"):
+            return stored(server, runs[0]["run_id"])
+
+    run = wait_for(finished_run, timeout=30, what="abandoned run finalised")
+    assert run["summary"]["cancelled"] is True and run["summary"]["complete"] is False
+    assert len(run["rows"]) < 8
+    wait_for(lambda: server.health()["gpus"][0]["queue_length"] == 0, timeout=30, what="device free again")
+
+
 def test_restart_keeps_runs(server):
     before = httpx.get(server.url + "/api/runs", timeout=10).json()
     assert before
