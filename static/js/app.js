@@ -40,7 +40,8 @@ async function main() {
   const panel = new RunPanel(
     {
       form: $("#sweep-form"), impls: $("#impl-list"), mList: $("#m-list"), nList: $("#n-list"), reps: $("#reps"),
-      device: $("#device"), split: $("#split"), token: $("#token"), tokenField: $("#token-field"), start: $("#start"), cancel: $("#cancel"), plan: $("#plan-line"),
+      device: $("#device"), split: $("#split"), token: $("#token"), tokenField: $("#token-field"),
+      interpreter: $("#interpreter"), interpreterField: $("#interpreter-field"), start: $("#start"), cancel: $("#cancel"), plan: $("#plan-line"),
       progress: $("#run-progress"), progressText: $("#progress-text"), status: $("#run-status"), error: $("#run-error"),
       tbody: $("#rows-table tbody"),
     },

@@ -222,9 +222,9 @@ export class Dock {
     const fastest = Math.min(...totals);
     const slowest = Math.max(...totals);
     const ratio = schedules.length ? slowest / fastest : 1;
-    // The slowest lane takes 5–20 s of wall time; every lane uses the same scale, so the
+    // The slowest lane takes 6–30 s of wall time (the fastest at least 3 s when it can); every lane uses the same scale, so the
     // ratios on screen are the ratios of the times (measured ones when a run is selected).
-    this.slowMs = Math.min(20000, Math.max(5000, 2000 * ratio));
+    this.slowMs = Math.min(30000, Math.max(6000, 3000 * ratio));
     this.msPerUs = schedules.length ? this.slowMs / slowest : 1;
     this.fastest = fastest;
     this._makeLanes(schedules);
@@ -363,7 +363,15 @@ export class Dock {
   _target(lane, g, tr, t, waitingOrder) {
     const s = lane.schedule;
     const park = this._parkPos(g, tr.index, s.trucks.length);
-    if (t < tr.loadEnd) return park;
+    if (t < tr.loadStart) return park;
+    if (t < tr.loadEnd) {
+      if (s.kind !== "persistent") return park;
+      // A persistent truck makes round after round to the yard, collecting its many rows.
+      const f = (t - tr.loadStart) / Math.max(1e-9, tr.loadEnd - tr.loadStart);
+      const rounds = Math.min(6, Math.max(1, s.rowsPerProgram / 8));
+      const reach = Math.max(0, g.park[0] - g.yard[1] - 2);
+      return { x: park.x - reach * Math.abs(Math.sin(Math.PI * rounds * f)), y: park.y };
+    }
     let dest;
     if (s.kind === "atomic") {
       const j = t >= tr.unloadStart ? 0 : 1 + waitingOrder.indexOf(tr);
@@ -469,7 +477,7 @@ export class Dock {
       const p = !prev || snap ? target : { x: lerp(prev.x, target.x, k), y: lerp(prev.y, target.y, k) };
       lane.pos.set(tr.index, p);
       const fade = t > tr.unloadEnd ? clamp01(1 - (t - tr.unloadEnd) / (0.04 * s.total + 1e-9)) : 1;
-      if (fade <= 0) continue;
+      if (fade <= 0 || t >= s.total) continue;
       const load = t < tr.unloadStart
         ? clamp01((t - tr.loadStart) / Math.max(1e-9, tr.loadEnd - tr.loadStart))
         : 1 - clamp01((t - tr.unloadStart) / Math.max(1e-9, tr.unloadEnd - tr.unloadStart));

@@ -20,7 +20,7 @@ function parseIntList(text, field) {
 
 export class RunPanel {
   constructor(els, handlers) {
-    this.els = els; // {form, impls, mList, nList, reps, device, split, token, tokenField, start, cancel, plan, progress, progressText, status, error, tbody}
+    this.els = els; // {form, impls, mList, nList, reps, device, split, interpreter, interpreterField, token, tokenField, start, cancel, plan, progress, progressText, status, error, tbody}
     this.on = handlers; // {start(), queued(line), header(line), row(row), summary(line), finished({runId, complete, cancelled})}
     this.controller = null;
     this.received = 0;
@@ -48,6 +48,8 @@ export class RunPanel {
     this.els.split.closest("label").title = devices.length < 2 ? "needs two or more devices" : "";
     this.cpuOnly = Boolean(health?.cpu_only);
     this.els.tokenField.hidden = !health?.token_required;
+    // Without a GPU, Triton kernels can only run under Triton's interpreter, and only when asked.
+    this.els.interpreterField.hidden = !health || health.triton_native !== false;
   }
 
   setImplementations(impls) {
@@ -108,6 +110,7 @@ export class RunPanel {
     const sweep = { implementations, passes, dtypes, M, N, repetitions };
     if (this.els.device.value && this.els.device.value !== "auto") sweep.device = this.els.device.value;
     if (this.els.split.checked && !this.els.split.disabled) sweep.split = true;
+    if (this.els.interpreter.checked && !this.els.interpreterField.hidden) sweep.triton_interpreter = true;
     return sweep;
   }
 
