@@ -28,6 +28,8 @@ from typing import Any
 STARTUP_TIMEOUT_S = 900.0
 """How long a worker may take to import torch, Triton and the registry (and to compile nothing yet)."""
 POLL_S = 0.2
+START_RETRY_S = 30.0
+"""After a failed start, commands fail at once with the same reason for this long instead of starting again."""
 
 
 class WorkerDied(Exception):
@@ -180,6 +182,7 @@ class DeviceWorker:
         self._process = None
         self._conn = None
         self._ready = False
+        self._failed_at = 0.0
         self._lock = threading.RLock()
         self._context = multiprocessing.get_context("spawn")
 
@@ -233,6 +236,8 @@ class DeviceWorker:
         with self._lock:
             if self.ready:
                 return self.info or {}
+            if not self.alive and self.start_error and time.monotonic() - self._failed_at < START_RETRY_S:
+                raise WorkerStartFailed(self.start_error)  # it just failed: do not pay the start-up again yet
             if not self.alive:
                 self.start()
             message = self._receive(timeout)
@@ -242,6 +247,7 @@ class DeviceWorker:
                 self.start_error = None
                 return self.info
             self.start_error = f"worker for {self.label} could not start: {message[1].strip().splitlines()[-1]}"
+            self._failed_at = time.monotonic()
             self._reap()
             raise WorkerStartFailed(self.start_error + "\n" + message[1])
 
