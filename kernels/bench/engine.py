@@ -164,7 +164,7 @@ class DeviceBench:
         impl = self.registry.get(case.impl)
         if impl.launch is not None:
             try:
-                row["launch"] = dict(impl.launch(case.M, case.N, self.info.sm_count))
+                row["launch"] = dict(impl.launch(case.M, case.N, self._launch_sm_count(impl)))
             except Exception as exc:
                 row["launch_error"] = _short(exc)
         if case.pass_ not in impl.passes:
@@ -243,6 +243,17 @@ class DeviceBench:
             GBps=gbps,
             pct_of_ceiling=pct,
         )
+
+    def _launch_sm_count(self, impl: Implementation) -> int:
+        """The SM count the kernel itself plans its grid with: the device's, except for Triton under the CPU
+        interpreter, where the kernels pretend to be on a GPU (``kernels.triton_mode.INTERPRETER_SM_COUNT``)."""
+        if self.device.type == "cuda" or not runs_triton(impl):
+            return self.info.sm_count
+        try:
+            from kernels.triton_mode import INTERPRETER_SM_COUNT
+        except ImportError:
+            return self.info.sm_count
+        return INTERPRETER_SM_COUNT
 
     def _measure(self, impl: Implementation, case: Case, sets: int, flush_bytes: int, timing: str, repetitions: int, warmup: int):
         with self._on_device():
