@@ -240,6 +240,7 @@ class DeviceBench:
             q1_us=stats.q1_us,
             q3_us=stats.q3_us,
             repetitions=stats.repetitions,
+            host_us=stats.host_us,
             GBps=gbps,
             pct_of_ceiling=pct,
         )

@@ -12,8 +12,12 @@
   then ``torch.autograd.grad(y, (x, weight), dy)`` alone is timed, once per graph. Not re-running the
   forward, and no ``retain_graph``: torch.compile's backward refuses ``retain_graph=True`` with donated
   buffers, and a training step does not retain either.
-- **Clocks**: on CUDA one pair of events per repetition (the GPU's time between them, so launch overhead
-  that leaves the GPU idle is counted, honestly); on CPU ``time.perf_counter`` around each repetition.
+- **Clocks**: on CUDA one pair of events per repetition. Before each start event the GPU is given a short
+  spin (``torch.cuda._sleep``, no memory traffic, so the L2 is left as it was) lasting about twice the
+  host's time to enqueue one call: the host then runs ahead and the events time the kernels, not Python's
+  launch path. That host time is reported on its own as ``host_us`` (the launch overhead a caller pays
+  when the GPU is idle); the ``cuda-graph`` mode removes it. On CPU ``time.perf_counter`` around each
+  repetition (there host time *is* the time).
   ``cuda-graph`` mode (for small problems, labelled as such in the row) captures one call per set in a
   CUDA graph and times each replay, divided by the calls in it.
 - **Statistics**: median, min, max and the quartiles of the per-repetition times.
@@ -41,6 +45,8 @@ class Stats:
     q1_us: float
     q3_us: float
     repetitions: int
+    host_us: Optional[float] = None
+    """median host (CPU) time to enqueue one call on CUDA: the launch overhead, reported separately"""
 
 
 def _quantile(sorted_values: Sequence[float], q: float) -> float:
@@ -53,7 +59,7 @@ def _quantile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
-def stats_from_seconds(samples: Sequence[float]) -> Stats:
+def stats_from_seconds(samples: Sequence[float], host_us: Optional[float] = None) -> Stats:
     if not samples:
         raise ValueError("no timing samples")
     values = sorted(float(s) * 1e6 for s in samples)
@@ -66,7 +72,29 @@ def stats_from_seconds(samples: Sequence[float]) -> Stats:
         q1_us=_quantile(values, 0.25),
         q3_us=_quantile(values, 0.75),
         repetitions=len(values),
+        host_us=host_us,
     )
+
+
+SPIN_CLOCK_HZ = 2.0e9  # H100/H200 boost clock; a slower clock only makes the spin longer, which is harmless
+MIN_SPIN_S = 20e-6
+
+
+def host_enqueue_seconds(workload, start_index: int, calls: int = 5) -> tuple[float, int]:
+    """Median host time to enqueue one call (the GPU is synchronised before each, so the queue is empty).
+    Returns (seconds, next repetition index)."""
+    samples = []
+    i = start_index
+    for _ in range(calls):
+        workload.before(i)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        workload.call(i)
+        samples.append(time.perf_counter() - t0)
+        i += 1
+    torch.cuda.synchronize()
+    samples.sort()
+    return samples[len(samples) // 2], i
 
 
 def rotating_sets(set_bytes: int, l2_bytes: int, max_sets: int = MAX_SETS) -> int:
@@ -212,6 +240,8 @@ def measure(
         workload.check()
         start_index = max(warmup, 1)
         if cuda:
+            host_s, start_index = host_enqueue_seconds(workload, start_index)
+            spin_cycles = int(max(2 * host_s, MIN_SPIN_S) * SPIN_CLOCK_HZ)
             starts = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
             ends = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
             for r in range(repetitions):
@@ -219,11 +249,13 @@ def measure(
                 workload.before(i)
                 if flush is not None:
                     flush.zero_()
+                torch.cuda._sleep(spin_cycles)  # keeps the GPU busy while the host enqueues the call
                 starts[r].record()
                 workload.call(i)
                 ends[r].record()
             torch.cuda.synchronize(device)
             samples = [s.elapsed_time(e) * 1e-3 for s, e in zip(starts, ends)]
+            return stats_from_seconds(samples, host_us=host_s * 1e6)
         else:
             samples = []
             for r in range(repetitions):
