@@ -114,6 +114,11 @@ def worker_main(label: str, conn, plugins: tuple[str, ...], ceiling_bytes: int |
         load_all(extra_paths=plugins)
         from kernels.bench.engine import DeviceBench
 
+        if torch_device.startswith("cuda"):
+            import torch
+
+            # this process's default GPU is its own, so nothing it runs touches (or makes a context on) another one
+            torch.cuda.set_device(torch.device(torch_device))
         bench = DeviceBench(device=torch_device, ceiling_bytes=ceiling_bytes)
         info = tag_device(_dump(bench.info), label)
     except BaseException:
