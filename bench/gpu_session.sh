@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The lent-H200 session, in phases (each `run` call of the device tool runs one or more of them).
+# Wheels travel in the ignored folders .whl/ (web stack, pydantic, liger, quack and the small CuTe-DSL parts) and
+# .whl2/ (the 92 MB CuTe-DSL cu13 library wheel, split in two halves that arrive in two calls). Everything that must
+# outlive one call lives under /var/tmp/rmsnorm (the repo's ignored paths are wiped between calls).
+#
+#   bash bench/gpu_session.sh stash-a install check serve-demo    # call 1: carry .whl and .whl2/cu13.part.aa
+#   bash bench/gpu_session.sh stash-b install-dsl sweep-start sweep-wait   # call 2: carry .whl2/cu13.part.ab
+#   bash bench/gpu_session.sh sweep-wait                           # call 3 if the sweep outlived call 2
+set -uo pipefail
+cd "$(dirname "$0")/.."
+KEEP=/var/tmp/rmsnorm
+SITE=$KEEP/site
+OUT=${OUT:-/tmp/out}
+mkdir -p "$KEEP" "$OUT"
+export PYTHONUNBUFFERED=1
+export TRITON_CACHE_DIR=$KEEP/triton-cache TORCHINDUCTOR_CACHE_DIR=$KEEP/inductor-cache
+export PYTHONPATH="$PWD:$SITE:$SITE/nvidia_cutlass_dsl/dsl_packages${PYTHONPATH:+:$PYTHONPATH}"
+dash() { python3 -c 'import sys; from kernels.cli import main; sys.exit(main(sys.argv[1:]))' "$@"; }
+
+for phase in "$@"; do
+  echo "=== phase $phase ($(date -u +%H:%M:%S))"
+  case "$phase" in
+    stash-a) cp .whl2/cu13.part.aa "$KEEP/" && ls -la "$KEEP" ;;
+    stash-b) cp .whl2/cu13.part.ab "$KEEP/" && ls -la "$KEEP" ;;
+    install)
+      python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl \
+        || { echo "wheel install failed"; exit 1; }
+      python3 -c 'import fastapi, uvicorn, pydantic, liger_kernel; print("web stack + liger OK", fastapi.__version__, pydantic.__version__)'
+      ;;
+    install-dsl)
+      cat "$KEEP/cu13.part.aa" "$KEEP/cu13.part.ab" > "$KEEP/nvidia_cutlass_dsl_libs_cu13-4.8.1-cp312-cp312-manylinux_2_28_x86_64.whl"
+      python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
+        "$KEEP/nvidia_cutlass_dsl_libs_cu13-4.8.1-cp312-cp312-manylinux_2_28_x86_64.whl" || { echo "cutlass dsl install failed"; exit 1; }
+      python3 -c 'import quack, cutlass; print("quack OK", getattr(quack, "__version__", "?"))' 2>&1 | tail -3
+      ;;
+    check)
+      nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv
+      python3 -c 'import torch, triton, sys; print("torch", torch.__version__, "triton", triton.__version__, "python", sys.version.split()[0])'
+      dash list 2>&1 | tee "$OUT/list.txt"
+      dash check 2>&1 | tee "$OUT/check.txt"
+      ;;
+    serve-demo)
+      # issue 4: the service on the GPU host, a GPU sweep streamed through it with curl -N
+      port=8765
+      RMSNORM_DATA_DIR=$KEEP/data setsid python3 -c 'from app.main import serve; serve(host="127.0.0.1", port=8765)' \
+        > "$OUT/serve.log" 2>&1 &
+      for _ in $(seq 60); do curl -sf "127.0.0.1:$port/api/health" > "$OUT/health.json" && break; sleep 1; done
+      cat "$OUT/health.json"; echo
+      curl -sN -X POST "127.0.0.1:$port/benchmark" -H 'Content-Type: application/json' \
+        -d '{"implementations":["torch-native","triton","triton-persistent","triton-atomic"],"passes":["fwd","bwd"],"dtypes":["bf16"],"M":[16384],"N":[1024,4096],"repetitions":50}' \
+        | while IFS= read -r line; do printf '%s %s\n' "$(date -u +%H:%M:%S.%N | cut -c1-12)" "$line"; done | tee "$OUT/stream.ndjson" | cut -c1-240
+      curl -s "127.0.0.1:$port/api/runs" | cut -c1-400; echo
+      pkill -f 'app.main import serve' || true
+      ;;
+    sweep-start)
+      rm -f "$KEEP/sweep.done" "$KEEP/sweep.log"
+      (setsid bash -c "timeout -s INT 1500 python3 -c 'import sys; from kernels.cli import main; sys.exit(main(sys.argv[1:]))' \
+          bench --dtype bf16,fp16 --m 4096,16384,65536 --n 512,1024,2048,4096,8192,16384 --reps 100 \
+          --out $KEEP/results.json --plot $KEEP/results.html --quiet > $KEEP/sweep.log 2>&1; echo \$? > $KEEP/sweep.done" &)
+      sleep 2; echo started
+      ;;
+    sweep-wait)
+      for _ in $(seq 110); do [ -f "$KEEP/sweep.done" ] && break; sleep 5; done
+      tail -c 20000 "$KEEP/sweep.log" > "$OUT/sweep.log"
+      if [ -f "$KEEP/sweep.done" ]; then
+        echo "sweep exit code $(cat "$KEEP/sweep.done")"
+        cp "$KEEP/results.json" "$OUT/" 2>/dev/null; cp "$KEEP/results.html" "$OUT/" 2>/dev/null
+        tail -c 9000 "$KEEP/sweep.log"
+      else
+        echo "sweep still running"; tail -c 1500 "$KEEP/sweep.log"
+      fi
+      ;;
+    *) echo "unknown phase $phase"; exit 2 ;;
+  esac
+done
