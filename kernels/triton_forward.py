@@ -118,9 +118,10 @@ def forward_launch(M: int, N: int, sm_count: int = 0) -> dict:
             "kernel": "one-row"}
 
 
-def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6):
+def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *, kernel: str = "auto"):
     """Run the forward. Returns ``(y, x2d, rstd)``: y shaped like x in x's dtype, x as [M, N] rows (what
-    the backward reads) and the per-row fp32 rstd [M]."""
+    the backward reads) and the per-row fp32 rstd [M]. ``kernel`` ("auto", "one-row", "multi-row")
+    overrides the dispatch by shape (for tuning scripts)."""
     n = validate_rmsnorm_inputs(x, weight, eps, max_n=MAX_N)
     x2d = as_rows(x)
     w = weight.contiguous()
@@ -128,7 +129,8 @@ def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6):
     y2d = new_output((m, n), x.dtype, x.device)
     rstd = new_output((m,), torch.float32, x.device)
     args = (x2d, w, y2d, rstd)
-    if uses_multi_row(n):
+    multi_row = uses_multi_row(n) if kernel == "auto" else kernel == "multi-row"
+    if multi_row:
         block = next_power_of_two(n)
         if interpreting():
             rows = max(1, 4096 // block)

@@ -33,9 +33,9 @@ def atomic_launch(M: int, N: int, sm_count: int = 0) -> dict:
             "block": tile.block, "num_warps": tile.num_warps}
 
 
-def atomic_backward(dy2d, x2d, weight, rstd):
+def atomic_backward(dy2d, x2d, weight, rstd, *, tile=None):
     m, n = x2d.shape
-    tile = backward_tile(n)
+    tile = tile or backward_tile(n)
     dx = new_output(x2d.shape, x2d.dtype, x2d.device)
     dw = torch.zeros((n,), dtype=torch.float32, device=x2d.device)
     rmsnorm_bwd_atomic_kernel[(triton.cdiv(m, tile.rows),)](

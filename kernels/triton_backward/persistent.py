@@ -48,10 +48,10 @@ def programs_per_sm(N: int) -> int:
     return 4
 
 
-def persistent_plan(M: int, N: int, sm_count: int):
-    tile = backward_tile(N)
+def persistent_plan(M: int, N: int, sm_count: int, tile=None, per_sm: int | None = None):
+    tile = tile or backward_tile(N)
     tiles = triton.cdiv(M, tile.rows)
-    programs = max(1, min(tiles, sm_count * programs_per_sm(N)))
+    programs = max(1, min(tiles, sm_count * (per_sm or programs_per_sm(N))))
     return tile, tiles, programs
 
 
@@ -62,14 +62,16 @@ def persistent_launch(M: int, N: int, sm_count: int = 132) -> dict:
             "programs_per_sm": programs_per_sm(N)}
 
 
-def persistent_backward(dy2d, x2d, weight, rstd, sm_count: int | None = None):
+def persistent_backward(dy2d, x2d, weight, rstd, *, sm_count: int | None = None, tile=None,
+                        per_sm: int | None = None, stages: int | None = None):
+    """``tile``, ``per_sm`` (k) and ``stages`` override the tuned choices (for tuning scripts)."""
     m, n = x2d.shape
-    tile, _, programs = persistent_plan(m, n, sm_count or device_sm_count(x2d.device))
+    tile, _, programs = persistent_plan(m, n, sm_count or device_sm_count(x2d.device), tile, per_sm)
     dx = new_output(x2d.shape, x2d.dtype, x2d.device)
     partial = new_output((programs, n), torch.float32, x2d.device)
     rmsnorm_bwd_persistent_kernel[(programs,)](
         x2d, dy2d, weight, rstd, dx, partial, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0),
-        ROWS=tile.rows, BLOCK=tile.block, NUM_STAGES=PIPELINE_STAGES, num_warps=tile.num_warps,
+        ROWS=tile.rows, BLOCK=tile.block, NUM_STAGES=stages or PIPELINE_STAGES, num_warps=tile.num_warps,
     )
     return dx, column_sum(partial, weight.dtype)
 

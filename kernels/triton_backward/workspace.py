@@ -36,9 +36,9 @@ def rmsnorm_bwd_workspace_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, st
     tl.store(PARTIAL + pid.to(tl.int64) * N + cols, tl.sum(acc, axis=0), mask=cols < N)
 
 
-def workspace_plan(M: int, N: int):
-    tile = backward_tile(N)
-    tiles_per_program = max(1, WORKSPACE_ROWS_PER_PROGRAM // tile.rows)
+def workspace_plan(M: int, N: int, tile=None, rows_per_program: int | None = None):
+    tile = tile or backward_tile(N)
+    tiles_per_program = max(1, (rows_per_program or WORKSPACE_ROWS_PER_PROGRAM) // tile.rows)
     programs = triton.cdiv(triton.cdiv(M, tile.rows), tiles_per_program)
     return tile, tiles_per_program, programs
 
@@ -49,9 +49,9 @@ def workspace_launch(M: int, N: int, sm_count: int = 0) -> dict:
             "block": tile.block, "num_warps": tile.num_warps}
 
 
-def workspace_backward(dy2d, x2d, weight, rstd):
+def workspace_backward(dy2d, x2d, weight, rstd, *, tile=None, rows_per_program=None):
     m, n = x2d.shape
-    tile, tiles_per_program, programs = workspace_plan(m, n)
+    tile, tiles_per_program, programs = workspace_plan(m, n, tile, rows_per_program)
     dx = new_output(x2d.shape, x2d.dtype, x2d.device)
     partial = new_output((programs, n), torch.float32, x2d.device)
     rmsnorm_bwd_workspace_kernel[(programs,)](
