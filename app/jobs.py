@@ -226,8 +226,11 @@ class Scheduler:
     # -- inside the scheduler (lock held where noted) -------------------------------------------------------------
 
     def _load(self, label: str) -> tuple:
+        """Sort key of the least busy device: one whose worker failed to start comes last, then fewer jobs, fewer
+        cases left, lower index."""
         queue = self.queues[label]
-        return (len(queue), sum(len(job.pending) for job in queue), self.labels.index(label))
+        broken = self.workers[label].start_error is not None
+        return (broken, len(queue), sum(len(job.pending) for job in queue), self.labels.index(label))
 
     def _report_positions(self) -> None:
         """(lock held) Tell every queued job its position, when it changed."""
