@@ -46,7 +46,7 @@ export class Dock {
     this._rebuildTimer = null;
     this._generation = 0;
     window.dockState = {};
-    window.dockScene = { playing: this.playing, frame: 0 };
+    window.dockScene = { playing: this.playing, frame: 0, seekUs: (us) => this.seekUs(us) };
     this._wire();
     this._setSliders(16384, 4096);
     this._updatePlayButton();
@@ -292,6 +292,12 @@ export class Dock {
       lane.pos.clear();
       if (!this.playing) this._draw(lane, Math.min(this.clock / this.msPerUs, lane.schedule.total), true);
     }
+  }
+
+  // Jump to time `us` of the timetable (the tests' and screenshots' way to show a chosen moment).
+  seekUs(us) {
+    this.clock = Math.max(0, us) * this.msPerUs;
+    for (const lane of this.lanes) this._draw(lane, Math.min(us, lane.schedule.total), true);
   }
 
   _tick(ts) {

@@ -17,9 +17,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-ARTIFACTS = REPO / "test-artifacts"
-DOC_SHOTS = REPO / "docs" / "screenshots"
+from browser_paths import ARTIFACTS, DOC_SHOTS, REPO
+
 CHROMIUM = os.environ.get("RMSNORM_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
@@ -75,7 +74,7 @@ def server(tmp_path_factory):
         "RMSNORM_DATA_DIR": str(data_dir),
         "RMSNORM_PLUGINS": "examples.dock_plugin",
         "RMSNORM_CEILING_BYTES": str(4 << 20),
-        "RMSNORM_RESULTS_DIR": "",
+        "RMSNORM_RESULTS_DIR": str(REPO / "results"),  # the committed GPU results, imported at start as in production
         "RMSNORM_DEVICES": "cpu",
         "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
     }

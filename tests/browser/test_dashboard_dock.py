@@ -80,8 +80,13 @@ def test_dock_draws_every_backward_with_the_plugin_and_animates(make_page, serve
     page.click("#dock-play")
     page.wait_for_function(f"() => window.dockState['triton-atomic'].frame > {f2}")
 
+    # A chosen moment for the picture: half-way through the fastest lane, when the atomic queue is long.
+    page.click("#dock-play")
+    fastest = min(s["totalUs"] for s in page.evaluate("window.dockState").values())
+    page.evaluate(f"window.dockScene.seekUs({fastest * 0.6})")
+    state = page.evaluate("window.dockState")
+    assert state["triton-atomic"]["queueLength"] > state["triton-workspace"]["queueLength"] == 0
     page.locator("#dock").scroll_into_view_if_needed()
-    page.wait_for_timeout(1200)
     shot(page.locator("#dock"), "dock.png", doc_name="dock.png")
 
 

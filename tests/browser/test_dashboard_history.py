@@ -8,6 +8,7 @@ import math
 import uuid
 
 import pytest
+from browser_paths import COMMITTED_RESULTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
@@ -123,3 +124,26 @@ def test_a_bad_file_is_refused_readably(make_page, guard, tmp_path):
     page.set_input_files("#history-import", str(path))
     page.wait_for_function("() => document.querySelector('#history-status').textContent.startsWith('Could not import')")
     assert "rows" in page.locator("#history-status").inner_text()
+
+
+@pytest.mark.skipif(not COMMITTED_RESULTS, reason="no committed result file under results/ yet")
+def test_committed_results_are_listed_and_open(make_page, shot):
+    """The result files committed under results/ are imported at start and open under History."""
+    page = make_page()
+    docs = [json.loads(path.read_text()) for path in COMMITTED_RESULTS]
+    for doc in docs:
+        row = page.locator(f'#history-table tbody tr[data-run-id="{doc["run"]["run_id"]}"]')
+        assert row.count() == 1, doc["run"]["run_id"]
+        assert "imported file" in row.inner_text()
+    doc = max(docs, key=lambda d: len(d["rows"]))
+    page.locator(f'#history-table tbody tr[data-run-id="{doc["run"]["run_id"]}"] button.open').click()
+    want = {p: sum(1 for r in doc["rows"] if r["pass"] == p and r["status"] == "ok") for p in ("fwd", "bwd")}
+    page.wait_for_function(
+        "(want) => +document.querySelector('#chart-fwd').dataset.points === want.fwd"
+        " && +document.querySelector('#chart-bwd').dataset.points === want.bwd",
+        arg=want,
+    )
+    assert doc["run"]["device"]["name"] in page.locator("#chart-sources").inner_text()
+    page.wait_for_timeout(500)
+    page.evaluate("window.scrollTo(0, 0)")
+    shot(page, "committed-results.png", doc_name="dashboard.png", full_page=False)
