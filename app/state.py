@@ -35,6 +35,7 @@ class Service:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.store = Store(settings.db_path)
+        self.store.mark_interrupted()
         self.labels = settings.resolved_devices()
         self.scheduler = Scheduler(self.labels, self.store, settings.max_queue, plugins=settings.plugins,
                                    ceiling_bytes=settings.ceiling_bytes)

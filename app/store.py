@@ -128,6 +128,20 @@ class Store:
                 (_dumps(summary), int(bool(complete)), run_id),
             )
 
+    def mark_interrupted(self) -> list[str]:
+        """At start: runs left without a summary (the server stopped while measuring them) get one saying so."""
+        with self._write_lock, self._connect() as db:
+            found = db.execute(
+                "SELECT r.run_id, (SELECT COUNT(*) FROM rows w WHERE w.run_id = r.run_id) AS n FROM runs r"
+                " WHERE r.summary_json IS NULL"
+            ).fetchall()
+            for run in found:
+                summary = {"run_id": run["run_id"], "rows": run["n"], "complete": False, "interrupted": True,
+                           "reason": "the service stopped while this run was being measured"}
+                db.execute("UPDATE runs SET summary_json = ?, complete = 0 WHERE run_id = ?",
+                           (_dumps(summary), run["run_id"]))
+        return [run["run_id"] for run in found]
+
     # -- whole files ----------------------------------------------------------------------------------------
 
     def import_run(self, run_file: dict, source: str = "import") -> bool:

@@ -1,0 +1,75 @@
+"""The SQLite store on its own: live writes, reading back as a result file, CSV, import, delete, interrupted runs."""
+
+import csv
+import io
+import json
+
+from app.store import Store
+
+HEADER = {"run_id": "r1", "created_at": "2026-12-02T14:00:00Z", "device": {"kind": "cpu", "name": "Some CPU"}}
+
+
+def row(impl: str, pass_: str, median: float, launch=None) -> dict:
+    return {"run_id": "r1", "impl": impl, "pass": pass_, "status": "ok", "median_us": median,
+            "device": {"index": 0, "name": "Some CPU", "label": "cpu:0"}, "launch": launch}
+
+
+def test_live_run_round_trip(tmp_path):
+    store = Store(tmp_path / "db.sqlite3")
+    store.begin_run("r1", HEADER)
+    store.add_row("r1", row("eager", "fwd", 1.5))
+    store.add_row("r1", row("triton", "bwd", 2.5, {"programs": 264, "rows_per_program": 4}))
+    running = store.get_run("r1")
+    assert running["summary"] == {"complete": False, "rows": 2, "running": True}
+    store.finish_run("r1", {"rows": 2, "complete": True}, complete=True)
+    document = store.get_run("r1")
+    assert document["run"] == HEADER and [r["impl"] for r in document["rows"]] == ["eager", "triton"]
+    assert store.list_runs() == [{"run_id": "r1", "created_at": HEADER["created_at"], "device_name": "Some CPU",
+                                  "kind": "cpu", "rows": 2, "complete": True, "source": "live"}]
+    table = list(csv.DictReader(io.StringIO(store.export_csv("r1"))))
+    assert [t["launch.programs"] for t in table] == ["", "264"] and "launch" not in table[0]
+    assert [float(t["median_us"]) for t in table] == [1.5, 2.5] and table[0]["device.label"] == "cpu:0"
+    assert store.delete_run("r1") is True and store.get_run("r1") is None and store.delete_run("r1") is False
+
+
+def test_split_run_keeps_every_header(tmp_path):
+    store = Store(tmp_path / "db.sqlite3")
+    store.begin_run("r1", HEADER)
+    other = {**HEADER, "device": {"kind": "cpu", "name": "Some CPU", "label": "cpu:1"}}
+    store.add_header("r1", other)
+    assert store.get_run("r1")["headers"] == [HEADER, other]
+
+
+def test_import_is_idempotent_and_survives_reopening(tmp_path):
+    store = Store(tmp_path / "db.sqlite3")
+    document = {"run": HEADER, "rows": [row("eager", "fwd", 1.0)], "summary": {"complete": True}}
+    assert store.import_run(document) is True
+    assert store.import_run(document) is False
+    reopened = Store(tmp_path / "db.sqlite3")
+    assert reopened.get_run("r1")["rows"] == document["rows"]
+    assert reopened.list_runs()[0]["source"] == "import"
+
+
+def test_import_paths_reports_bad_files(tmp_path):
+    store = Store(tmp_path / "db.sqlite3")
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"run": HEADER, "rows": [], "summary": {}}))
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+
+    def validate(doc):
+        assert "run" in doc
+        return doc
+
+    report = store.import_paths([good, bad], validate)
+    assert report["imported"] == ["r1"] and len(report["rejected"]) == 1 and "bad.json" in report["rejected"][0]
+    assert store.import_paths([good], validate)["present"] == ["r1"]
+
+
+def test_run_cut_short_by_a_stop_is_marked_interrupted(tmp_path):
+    store = Store(tmp_path / "db.sqlite3")
+    store.begin_run("r1", HEADER)
+    store.add_row("r1", row("eager", "fwd", 1.0))
+    assert Store(tmp_path / "db.sqlite3").mark_interrupted() == ["r1"]
+    summary = store.get_run("r1")["summary"]
+    assert summary["interrupted"] is True and summary["complete"] is False and summary["rows"] == 1
