@@ -17,8 +17,17 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES_DIR = REPO_ROOT / "templates"
 STATIC_DIR = REPO_ROOT / "static"
 
-templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
 router = APIRouter(tags=["pages"])
+_templates: dict[Path, Jinja2Templates] = {}
+
+
+def templates_for(request: Request) -> Jinja2Templates:
+    """The templates folder of the app's settings (``Settings.templates_dir``), else the checkout's."""
+    settings = getattr(request.app.state, "settings", None)
+    folder = Path(getattr(settings, "templates_dir", None) or TEMPLATES_DIR)
+    if folder not in _templates:
+        _templates[folder] = Jinja2Templates(directory=str(folder))
+    return _templates[folder]
 
 
 def _version() -> str:
@@ -31,4 +40,4 @@ def _version() -> str:
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
 def index(request: Request) -> HTMLResponse:
     """The dashboard: run panel, charts, history and the loading dock."""
-    return templates.TemplateResponse(request, "index.html", {"version": _version()})
+    return templates_for(request).TemplateResponse(request, "index.html", {"version": _version()})

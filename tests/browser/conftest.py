@@ -25,13 +25,6 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 
 
-def pytest_collection_modifyitems(items):
-    for item in items:
-        if "tests/browser" in str(item.fspath).replace(os.sep, "/"):
-            item.add_marker(pytest.mark.browser)
-            item.add_marker(pytest.mark.server)
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

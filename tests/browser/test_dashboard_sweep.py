@@ -103,6 +103,19 @@ def test_live_sweep_fills_the_charts_as_rows_stream(make_page, server, shot):
                 assert math.isclose(p["y"], want, rel_tol=1e-9), (view, panel, p, want)
     page.check('input[name="view"][value="GBps"]')
 
+    # Hovering a point names the case and its timing spread.
+    hover = page.evaluate(
+        """() => {
+          const gd = document.getElementById('chart-bwd');
+          const i = gd.data.findIndex((t) => t.customdata && t.customdata[0][0] === 'torch-chunked');
+          window.Plotly.Fx.hover(gd, [{curveNumber: i, pointNumber: 0}]);
+          return document.querySelector('#chart-bwd .hoverlayer').textContent;
+        }"""
+    )
+    first = min((r for r in stored.values() if r["impl"] == "torch-chunked" and r["pass"] == "bwd"), key=lambda r: r["N"])
+    assert "torch-chunked" in hover and f"M={first['M']}" in hover and f"N={first['N']}" in hover, hover
+    assert "bfloat16" in hover and f"median {first['median_us']:.2f} µs" in hover and "min" in hover and "max" in hover, hover
+
     # The measured copy ceiling is drawn as a horizontal line at its value.
     ceiling = page.evaluate(
         "() => document.getElementById('chart-bwd').data.filter((t) => t.name.startsWith('copy ceiling')).map((t) => t.y)"
