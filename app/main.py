@@ -15,6 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 
 from app.settings import Settings
 from app.state import Service, package_version
@@ -65,7 +66,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             service.scheduler.stop()
 
-    app = FastAPI(title="rmsnorm-dashboard", version=package_version(), description=DESCRIPTION, lifespan=lifespan)
+    # FastAPIOffline: /docs and /redoc load Swagger UI / ReDoc from the package, not from a CDN.
+    app = FastAPIOffline(title="rmsnorm-dashboard", version=package_version(), description=DESCRIPTION, lifespan=lifespan)
     app.state.service = service
     app.state.settings = settings
 

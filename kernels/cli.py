@@ -6,6 +6,7 @@
                        [--reps N] [--warmup N] [--device cpu|cuda|cuda:1] [--interpreter] [--cuda-graph]
                        [--out FILE] [--plot FILE.html] [--plugin mod:obj] [--ceiling-bytes B]
     rmsnorm-dash plot FILE.json --out FILE.html
+    rmsnorm-dash table FILE.json [--markdown] [--dtype bfloat16]
     rmsnorm-dash serve [--host 127.0.0.1] [--port 8000] [--data DIR] [--devices cuda:0,cuda:1]
 
 Nothing heavy is imported at module level: torch, Triton and the engine load inside the commands, and the
@@ -86,6 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", type=Path, help="result file (JSON)")
     p.add_argument("--out", type=Path, help="HTML file (default: the result file with .html)")
     p.set_defaults(handler=cmd_plot, subparser=p)
+
+    p = sub.add_parser("table", help="print a result file's summary tables (--markdown: as the README shows them)")
+    p.add_argument("file", type=Path, help="result file (JSON)")
+    p.add_argument("--markdown", action="store_true", help="Markdown instead of a terminal table")
+    p.add_argument("--dtype", type=_csv, help="only these dtypes (torch spelling), comma-separated")
+    p.set_defaults(handler=cmd_table, subparser=p)
 
     p = sub.add_parser("serve", help="serve the dashboard and the API (needs the web extra)")
     p.add_argument("--host", default="127.0.0.1")
@@ -260,18 +267,36 @@ def default_result_path(header, results_dir: Path = Path("results")) -> Path:
 
 
 # -- plot ---------------------------------------------------------------------------------------------
-def cmd_plot(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+def _read_run_file(parser: argparse.ArgumentParser, path: Path):
     from pydantic import ValidationError
 
     from kernels.bench.models import RunFile, format_validation_error
-    from kernels.bench.plot import PlotlyUnavailable, write_plot_html
 
     try:
-        run = RunFile.model_validate_json(args.file.read_text(encoding="utf-8"))
+        return RunFile.model_validate_json(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        parser.error(f"cannot read {args.file}: {exc.strerror or exc}")
+        parser.error(f"cannot read {path}: {exc.strerror or exc}")
     except ValidationError as exc:
-        parser.error(f"{args.file} is not a result file:\n" + format_validation_error(exc)[:2000])
+        parser.error(f"{path} is not a result file:\n" + format_validation_error(exc)[:2000])
+
+
+def cmd_table(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from kernels.bench.report import markdown_tables, print_summary
+
+    run = _read_run_file(parser, args.file)
+    if args.markdown:
+        print(markdown_tables(run, args.dtype), end="")
+    else:
+        if args.dtype:
+            run = run.model_copy(update={"rows": [r for r in run.rows if r.dtype in set(args.dtype)]})
+        print_summary(run, _wide_console())
+    return 0
+
+
+def cmd_plot(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from kernels.bench.plot import PlotlyUnavailable, write_plot_html
+
+    run = _read_run_file(parser, args.file)
     out = args.out or args.file.with_suffix(".html")
     try:
         print(f"wrote {write_plot_html(run, out)}")
