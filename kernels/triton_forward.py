@@ -6,10 +6,14 @@ Two kernels, one implementation (``triton``), dispatched by shape:
 * ``rmsnorm_fwd_row_kernel``: one program per row, the row in one BLOCK (a power of two ≥ N), autotuned
   over BLOCK × num_warps keyed on N; the prune hook `prune_row_configs` keeps only blocks that hold the row;
 * ``rmsnorm_fwd_rows_kernel``: several rows per program (a [ROWS, BLOCK] tile) for short rows
-  (N ≤ `MULTI_ROW_MAX_N`), where one row alone is too little work for a program.
+  (per `FORWARD_PLAN`), where one row alone is too little work for a program;
+* ``rmsnorm_fwd_persistent_kernel``: SM count × k programs striding over [ROWS, BLOCK] tiles, the next
+  tile's loads software-pipelined (``tl.range(..., num_stages)``) behind the current one's math; used
+  where `FORWARD_PLAN` says it measured faster.
 
-Under Triton's interpreter the autotuner is bypassed (it would time every config on the CPU): the first
-config the prune hook keeps is launched directly.
+The autotuner runs once per (N, dtypes, device); later calls launch its choice directly (its per-call
+bookkeeping is host time every call would pay). Under Triton's interpreter the autotuner is bypassed (it
+would time every config on the CPU): the first config the prune hook keeps is launched directly.
 """
 
 from __future__ import annotations
@@ -20,12 +24,11 @@ import triton.language as tl
 
 from kernels.poison import new_output
 from kernels.registry import register
-from kernels.triton_mode import interpreting, triton_unavailable_reason
+from kernels.triton_mode import interpreting, sm_count, triton_unavailable_reason
 from kernels.validation import MAX_N, validate_rmsnorm_inputs
 
 ROW_BLOCKS = tuple(2**p for p in range(9, 17))  # 512 … 65536
 ROW_WARPS = (4, 8, 16)
-MULTI_ROW_MAX_N = 1024
 MULTI_ROW_TILES = (2048, 4096, 8192, 16384)  # elements per program (ROWS × BLOCK)
 MULTI_ROW_WARPS = (4, 8)
 
@@ -86,6 +89,25 @@ def rmsnorm_fwd_rows_kernel(X, W, Y, RSTD, M, stride_x, stride_y, N, eps, BLOCK:
     tl.store(RSTD + rows, rstd, mask=row_mask)
 
 
+@triton.jit
+def rmsnorm_fwd_persistent_kernel(X, W, Y, RSTD, M, stride_x, stride_y, N, eps,
+                                  ROWS: tl.constexpr, BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    col_mask = cols < N
+    w = tl.load(W + cols, mask=col_mask, other=0.0).to(tl.float32)
+    tiles = tl.cdiv(M, ROWS)
+    for tile in tl.range(tl.program_id(0), tiles, tl.num_programs(0), num_stages=NUM_STAGES):
+        rows = tile * ROWS + tl.arange(0, ROWS)
+        row_mask = rows < M
+        mask = row_mask[:, None] & col_mask[None, :]
+        rows64 = rows.to(tl.int64)
+        x = tl.load(X + rows64[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)
+        y = x * rstd[:, None] * w[None, :]
+        tl.store(Y + rows64[:, None] * stride_y + cols[None, :], y.to(Y.dtype.element_ty), mask=mask)
+        tl.store(RSTD + rows, rstd, mask=row_mask)
+
+
 rmsnorm_fwd_row_tuned = triton.autotune(
     configs=ROW_CONFIGS, key=["N"], prune_configs_by={"early_config_prune": prune_row_configs}
 )(rmsnorm_fwd_row_kernel)
@@ -103,50 +125,103 @@ def as_rows(x: torch.Tensor) -> torch.Tensor:
     return x2d
 
 
+FORWARD_PLAN = {
+    # block: "one-row" | "multi-row" (both autotuned) | (rows, num_warps, programs_per_sm, stages) for the
+    # persistent kernel. Measured on the H200, bf16, 2026-12-02 (bench/NOTES.md).
+    **{b: "multi-row" for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)},
+    **{b: "one-row" for b in ROW_BLOCKS[1:]},
+}
+
+
+def forward_kind(n: int):
+    return FORWARD_PLAN[next_power_of_two(n)]
+
+
 def uses_multi_row(n: int) -> bool:
-    return n <= MULTI_ROW_MAX_N
+    return forward_kind(n) == "multi-row"
 
 
-def forward_launch(M: int, N: int, sm_count: int = 0) -> dict:
+def forward_launch(M: int, N: int, sm_count: int = 132) -> dict:
     """The forward's grid (as far as it is known before autotuning picks num_warps)."""
     block = next_power_of_two(N)
-    if uses_multi_row(N):
+    kind = forward_kind(N)
+    if kind == "multi-row":
         rows = max(1, 4096 // block)
-        return {"programs": triton.cdiv(M, rows), "rows_per_program": rows, "partial_rows": 0, "block": block,
+        return {"programs": -(-M // rows), "rows_per_program": rows, "partial_rows": 0, "block": block,
                 "kernel": "multi-row"}
-    return {"programs": M, "rows_per_program": 1, "partial_rows": 0, "block": max(block, ROW_BLOCKS[0]),
-            "kernel": "one-row"}
+    if kind == "one-row":
+        return {"programs": M, "rows_per_program": 1, "partial_rows": 0, "block": max(block, ROW_BLOCKS[0]),
+                "kernel": "one-row"}
+    rows, num_warps, per_sm, _ = kind
+    tiles = -(-M // rows)
+    programs = max(1, min(tiles, sm_count * per_sm))
+    return {"programs": programs, "rows_per_program": -(-tiles // programs) * rows, "partial_rows": 0,
+            "block": block, "num_warps": num_warps, "kernel": "persistent"}
 
 
-def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *, kernel: str = "auto"):
+_CHOSEN_CONFIGS: dict = {}
+"""(kernel, N, BLOCK, dtypes, device) → the autotuner's choice, launched directly from the second call on."""
+
+
+def _launch_tuned(tuned, raw, grid, key, args, **constants):
+    config = _CHOSEN_CONFIGS.get(key)
+    if config is None:
+        tuned[grid](*args, **constants)
+        _CHOSEN_CONFIGS[key] = tuned.best_config
+        return
+    raw[grid(config.kwargs)](*args, **constants, **config.kwargs, num_warps=config.num_warps,
+                             num_stages=config.num_stages)
+
+
+def _persistent_stages(rows: int, block: int, element_size: int, per_sm: int, stages: int) -> int:
+    while stages > 1 and stages * rows * block * element_size * per_sm > 200 * 1024:
+        stages -= 1
+    return stages
+
+
+def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *, kernel: str = "auto",
+                    plan: tuple | None = None):
     """Run the forward. Returns ``(y, x2d, rstd)``: y shaped like x in x's dtype, x as [M, N] rows (what
-    the backward reads) and the per-row fp32 rstd [M]. ``kernel`` ("auto", "one-row", "multi-row")
-    overrides the dispatch by shape (for tuning scripts)."""
+    the backward reads) and the per-row fp32 rstd [M]. ``kernel`` ("auto", "one-row", "multi-row",
+    "persistent") and ``plan`` (rows, num_warps, programs_per_sm, stages) override the tuned dispatch
+    (for tuning scripts)."""
     n = validate_rmsnorm_inputs(x, weight, eps, max_n=MAX_N)
     x2d = as_rows(x)
-    w = weight.contiguous()
+    w = weight if weight.is_contiguous() else weight.contiguous()
     m = x2d.shape[0]
     y2d = new_output((m, n), x.dtype, x.device)
     rstd = new_output((m,), torch.float32, x.device)
     args = (x2d, w, y2d, rstd)
-    multi_row = uses_multi_row(n) if kernel == "auto" else kernel == "multi-row"
-    if multi_row:
-        block = next_power_of_two(n)
+    block = next_power_of_two(n)
+    kind = forward_kind(n) if kernel == "auto" else (plan or kernel)
+    if kind == "persistent":
+        kind = (max(1, 4096 // block), 8, 2, 3)
+    if isinstance(kind, tuple):
+        rows, num_warps, per_sm, stages = kind
+        tiles = -(-m // rows)
+        programs = max(1, min(tiles, sm_count(x.device) * per_sm))
+        rmsnorm_fwd_persistent_kernel[(programs,)](
+            *args, m, x2d.stride(0), y2d.stride(0), n, eps, ROWS=rows, BLOCK=block,
+            NUM_STAGES=_persistent_stages(rows, block, x2d.element_size(), per_sm, stages), num_warps=num_warps,
+        )
+    elif kind == "multi-row":
         if interpreting():
             rows = max(1, 4096 // block)
-            rmsnorm_fwd_rows_kernel[(triton.cdiv(m, rows),)](
+            rmsnorm_fwd_rows_kernel[(-(-m // rows),)](
                 *args, m, x2d.stride(0), y2d.stride(0), n, eps, BLOCK=block, ROWS=rows
             )
         else:
-            rmsnorm_fwd_rows_tuned[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](
-                *args, m, x2d.stride(0), y2d.stride(0), n, eps, BLOCK=block
-            )
+            key = ("multi-row", n, block, x.dtype, w.dtype, x.device)
+            _launch_tuned(rmsnorm_fwd_rows_tuned, rmsnorm_fwd_rows_kernel, lambda meta: (-(-m // meta["ROWS"]),),
+                          key, (*args, m, x2d.stride(0), y2d.stride(0), n, eps), BLOCK=block)
     else:
         if interpreting():
             config = prune_row_configs(ROW_CONFIGS, {"N": n})[0]
             rmsnorm_fwd_row_kernel[(m,)](*args, x2d.stride(0), y2d.stride(0), n, eps, BLOCK=config.kwargs["BLOCK"])
         else:
-            rmsnorm_fwd_row_tuned[(m,)](*args, x2d.stride(0), y2d.stride(0), n, eps)
+            key = ("one-row", n, x.dtype, w.dtype, x.device)
+            _launch_tuned(rmsnorm_fwd_row_tuned, rmsnorm_fwd_row_kernel, lambda meta: (m,),
+                          key, (*args, x2d.stride(0), y2d.stride(0), n, eps))
     return y2d.view(x.shape), x2d, rstd
 
 
@@ -155,12 +230,14 @@ def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *,
     passes=("fwd",),
     deterministic=True,
     family="other",
-    description="Fused Triton forward: one program per row (several rows for N ≤ 1024), fp32 accumulation, "
-    "autotuned BLOCK × num_warps; its backward is triton-persistent's",
+    description="Fused Triton forward: one program per row (several rows per program for short rows), fp32 "
+    "accumulation, autotuned BLOCK × num_warps; its backward is triton-persistent's",
     available_when=triton_unavailable_reason,
     launch=forward_launch,
 )
 def triton_rmsnorm(x, weight, eps=1e-6):
+    if not (torch.is_grad_enabled() and (getattr(x, "requires_grad", False) or getattr(weight, "requires_grad", False))):
+        return rmsnorm_forward(x, weight, eps)[0]  # no graph to record: skip autograd.Function's bookkeeping
     from kernels.triton_backward.function import triton_rmsnorm_with
     from kernels.triton_backward.persistent import persistent_backward
 

@@ -28,7 +28,7 @@ def rmsnorm_bwd_atomic_kernel(X, DY, W, RSTD, DX, DW, M, N, stride_x, stride_dy,
 
 def atomic_launch(M: int, N: int, sm_count: int = 0) -> dict:
     tile = backward_tile(N)
-    programs = triton.cdiv(M, tile.rows)
+    programs = -(-M // tile.rows)
     return {"programs": programs, "rows_per_program": tile.rows, "partial_rows": 1,
             "block": tile.block, "num_warps": tile.num_warps}
 
@@ -38,7 +38,7 @@ def atomic_backward(dy2d, x2d, weight, rstd, *, tile=None):
     tile = tile or backward_tile(n)
     dx = new_output(x2d.shape, x2d.dtype, x2d.device)
     dw = torch.zeros((n,), dtype=torch.float32, device=x2d.device)
-    rmsnorm_bwd_atomic_kernel[(triton.cdiv(m, tile.rows),)](
+    rmsnorm_bwd_atomic_kernel[(-(-m // tile.rows),)](
         x2d, dy2d, weight, rstd, dx, dw, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0),
         ROWS=tile.rows, BLOCK=tile.block, num_warps=tile.num_warps,
     )

@@ -23,13 +23,20 @@ def column_sum_kernel(PARTIAL, OUT, G, N, stride_g, BLOCK_G: tl.constexpr, BLOCK
     tl.store(OUT + cols, tl.sum(acc, axis=0).to(OUT.dtype.element_ty), mask=col_mask)
 
 
+def column_sum_blocks(g: int, n: int) -> tuple[int, int]:
+    """(BLOCK_G, BLOCK_N): narrow column strips when N is small relative to the SMs, so that a tall
+    workspace (G in the thousands) is still read by a few hundred programs."""
+    block_n = max(16, min(128, 1 << max(0, (-(-n // 256) - 1).bit_length())))
+    block_g = 64 if g >= 64 else max(1, 1 << max(0, (g - 1).bit_length()))
+    return block_g, block_n
+
+
 def column_sum(partial: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
     """Sum a [G, N] fp32 partial buffer over G into a fresh [N] tensor of ``out_dtype``."""
     g, n = partial.shape
     out = new_output((n,), out_dtype, partial.device)
-    block_n = 64 if n >= 64 else max(16, 1 << (n - 1).bit_length())
-    block_g = 32
-    column_sum_kernel[(triton.cdiv(n, block_n),)](
+    block_g, block_n = column_sum_blocks(g, n)
+    column_sum_kernel[(-(-n // block_n),)](
         partial, out, g, n, partial.stride(0), BLOCK_G=block_g, BLOCK_N=block_n, num_warps=4
     )
     return out

@@ -7,6 +7,7 @@ plus the tile shape and warp count chosen for a row width N (`backward_tile`).""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import triton
@@ -48,20 +49,53 @@ def store_dx(DX, dx, rows, cols, M, N, stride_dx):
 
 @dataclass(frozen=True)
 class BackwardTile:
-    """How one program sees a row width N: ROWS rows of BLOCK columns at a time, with ``num_warps``."""
+    """How one program sees a row width N: ``rows`` rows of ``block`` columns at a time, ``num_warps``
+    warps; for the persistent grid also ``programs_per_sm`` (k) and the software-pipeline depth ``stages``."""
 
     rows: int
     block: int
     num_warps: int
+    programs_per_sm: int = 1
+    stages: int = 1
 
 
-BACKWARD_TILE_ELEMENTS = 4096
-"""Elements per tile for short rows: several rows share a program until the tile holds this many."""
+TUNED_BACKWARD = {
+    # block: (rows, num_warps, programs_per_sm, stages). block ≥ 1024: best of a grid over rows × warps × k ×
+    # stages on the H200, bf16, 2026-12-02 (bench/NOTES.md); narrower blocks: tiles of ~4096 elements.
+    16: (256, 4, 4, 3),
+    32: (128, 4, 4, 3),
+    64: (64, 4, 4, 3),
+    128: (32, 4, 4, 3),
+    256: (16, 4, 4, 3),
+    512: (8, 4, 4, 3),
+    1024: (4, 4, 2, 3),
+    2048: (4, 8, 1, 3),
+    4096: (2, 16, 1, 3),
+    8192: (1, 8, 1, 3),
+    16384: (1, 16, 1, 1),
+    32768: (1, 32, 1, 1),
+    65536: (1, 32, 1, 1),
+}
+
+SHARED_MEMORY_BUDGET = 200 * 1024
+"""Bytes of shared memory one SM may give the pipelined loads of its k programs (the H100/H200 have 227 KB)."""
 
 
+def next_power_of_two(n: int) -> int:
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+@functools.lru_cache(maxsize=None)
 def backward_tile(n: int) -> BackwardTile:
-    block = max(16, 1 << max(0, (int(n) - 1).bit_length()))
-    rows = max(1, BACKWARD_TILE_ELEMENTS // block)
-    elements = rows * block
-    num_warps = max(4, min(16, elements // 512))
-    return BackwardTile(rows=rows, block=block, num_warps=num_warps)
+    block = max(16, next_power_of_two(n))
+    rows, num_warps, per_sm, stages = TUNED_BACKWARD[block]
+    return BackwardTile(rows=rows, block=block, num_warps=num_warps, programs_per_sm=per_sm, stages=stages)
+
+
+def pipeline_stages(tile: BackwardTile, element_size: int, programs_per_sm: int, stages: int) -> int:
+    """The deepest pipeline (≤ ``stages``) whose buffers of x and dy tiles fit the shared-memory budget
+    (each stage holds one tile of both; measured: +32 KB per stage for 2 × 4096 bf16)."""
+    per_stage = 2 * tile.rows * tile.block * element_size * programs_per_sm
+    while stages > 1 and stages * per_stage > SHARED_MEMORY_BUDGET:
+        stages -= 1
+    return stages

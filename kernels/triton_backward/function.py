@@ -30,4 +30,6 @@ class TritonRMSNormFunction(torch.autograd.Function):
 
 
 def triton_rmsnorm_with(strategy: Strategy, x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    if not (torch.is_grad_enabled() and (getattr(x, "requires_grad", False) or getattr(weight, "requires_grad", False))):
+        return rmsnorm_forward(x, weight, eps)[0]  # no graph to record: skip autograd.Function's bookkeeping
     return TritonRMSNormFunction.apply(x, weight, eps, strategy)

@@ -6,6 +6,8 @@ given G (the device's SM count fixes it)."""
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import triton
 import triton.language as tl
@@ -13,13 +15,10 @@ import triton.language as tl
 from kernels.poison import new_output
 from kernels.registry import register
 from kernels.triton_backward.column_sum import column_sum
-from kernels.triton_backward.dx import backward_tile, load_tile, rmsnorm_dw_tile, rmsnorm_dx_tile, store_dx
+from kernels.triton_backward.dx import backward_tile, load_tile, pipeline_stages, rmsnorm_dw_tile, rmsnorm_dx_tile, store_dx
 from kernels.triton_backward.function import triton_rmsnorm_with
 from kernels.triton_mode import sm_count as device_sm_count
 from kernels.triton_mode import triton_unavailable_reason
-
-PIPELINE_STAGES = 2
-
 
 @triton.jit
 def rmsnorm_bwd_persistent_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, stride_dy, stride_dx,
@@ -39,27 +38,23 @@ def rmsnorm_bwd_persistent_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, s
 
 
 def programs_per_sm(N: int) -> int:
-    """k: resident programs per SM the tile's registers allow (wide rows hold more registers per program)."""
-    block = backward_tile(N).block
-    if block >= 8192:
-        return 1
-    if block >= 2048:
-        return 2
-    return 4
+    """k: programs per SM (from the tuned tile table)."""
+    return backward_tile(N).programs_per_sm
 
 
+@functools.lru_cache(maxsize=4096)
 def persistent_plan(M: int, N: int, sm_count: int, tile=None, per_sm: int | None = None):
     tile = tile or backward_tile(N)
-    tiles = triton.cdiv(M, tile.rows)
-    programs = max(1, min(tiles, sm_count * (per_sm or programs_per_sm(N))))
+    tiles = -(-M // tile.rows)
+    programs = max(1, min(tiles, sm_count * (per_sm or tile.programs_per_sm)))
     return tile, tiles, programs
 
 
 def persistent_launch(M: int, N: int, sm_count: int = 132) -> dict:
     tile, tiles, programs = persistent_plan(M, N, sm_count)
-    return {"programs": programs, "rows_per_program": triton.cdiv(tiles, programs) * tile.rows,
+    return {"programs": programs, "rows_per_program": -(-tiles // programs) * tile.rows,
             "partial_rows": programs, "block": tile.block, "num_warps": tile.num_warps,
-            "programs_per_sm": programs_per_sm(N)}
+            "programs_per_sm": tile.programs_per_sm, "rows_per_tile": tile.rows}
 
 
 def persistent_backward(dy2d, x2d, weight, rstd, *, sm_count: int | None = None, tile=None,
@@ -67,11 +62,12 @@ def persistent_backward(dy2d, x2d, weight, rstd, *, sm_count: int | None = None,
     """``tile``, ``per_sm`` (k) and ``stages`` override the tuned choices (for tuning scripts)."""
     m, n = x2d.shape
     tile, _, programs = persistent_plan(m, n, sm_count or device_sm_count(x2d.device), tile, per_sm)
+    stages = pipeline_stages(tile, x2d.element_size(), per_sm or tile.programs_per_sm, stages or tile.stages)
     dx = new_output(x2d.shape, x2d.dtype, x2d.device)
     partial = new_output((programs, n), torch.float32, x2d.device)
     rmsnorm_bwd_persistent_kernel[(programs,)](
         x2d, dy2d, weight, rstd, dx, partial, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0),
-        ROWS=tile.rows, BLOCK=tile.block, NUM_STAGES=stages or PIPELINE_STAGES, num_warps=tile.num_warps,
+        ROWS=tile.rows, BLOCK=tile.block, NUM_STAGES=stages, num_warps=tile.num_warps,
     )
     return dx, column_sum(partial, weight.dtype)
 

@@ -5,6 +5,8 @@ Fixed order throughout: dγ is bit-reproducible."""
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import triton
 import triton.language as tl
@@ -12,23 +14,26 @@ import triton.language as tl
 from kernels.poison import new_output
 from kernels.registry import register
 from kernels.triton_backward.column_sum import column_sum
-from kernels.triton_backward.dx import backward_tile, load_tile, rmsnorm_dw_tile, rmsnorm_dx_tile, store_dx
+from kernels.triton_backward.dx import backward_tile, load_tile, pipeline_stages, rmsnorm_dw_tile, rmsnorm_dx_tile, store_dx
 from kernels.triton_backward.function import triton_rmsnorm_with
 from kernels.triton_mode import triton_unavailable_reason
 
 WORKSPACE_ROWS_PER_PROGRAM = 32
-"""Rows one program covers (at least one tile): the workspace is ⌈M / this⌉ fp32 rows, an extra
-8 / this bytes written and read back per element — 0.25 B/element against the 6 every backward moves."""
+"""Rows one program covers (at least 4 tiles, so the loads can be pipelined): the workspace is ⌈M / this⌉
+fp32 rows, an extra 8 / this bytes written and read back per element — 0.25 B/element against the 6 every
+bf16 backward moves."""
+MIN_TILES_PER_PROGRAM = 4
 
 
 @triton.jit
 def rmsnorm_bwd_workspace_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, stride_dy, stride_dx,
-                                 TILES_PER_PROGRAM: tl.constexpr, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+                                 TILES_PER_PROGRAM: tl.constexpr, ROWS: tl.constexpr, BLOCK: tl.constexpr,
+                                 NUM_STAGES: tl.constexpr):
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     w = tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)
     acc = tl.zeros([ROWS, BLOCK], dtype=tl.float32)
-    for t in range(TILES_PER_PROGRAM):
+    for t in tl.range(0, TILES_PER_PROGRAM, num_stages=NUM_STAGES):
         rows = (pid * TILES_PER_PROGRAM + t) * ROWS + tl.arange(0, ROWS)
         x, dy, rstd = load_tile(X, DY, RSTD, rows, cols, M, N, stride_x, stride_dy)
         store_dx(DX, rmsnorm_dx_tile(x, dy, w, rstd, N), rows, cols, M, N, stride_dx)
@@ -36,10 +41,13 @@ def rmsnorm_bwd_workspace_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, st
     tl.store(PARTIAL + pid.to(tl.int64) * N + cols, tl.sum(acc, axis=0), mask=cols < N)
 
 
+@functools.lru_cache(maxsize=4096)
 def workspace_plan(M: int, N: int, tile=None, rows_per_program: int | None = None):
     tile = tile or backward_tile(N)
-    tiles_per_program = max(1, (rows_per_program or WORKSPACE_ROWS_PER_PROGRAM) // tile.rows)
-    programs = triton.cdiv(triton.cdiv(M, tile.rows), tiles_per_program)
+    tiles_per_program = max(MIN_TILES_PER_PROGRAM, (rows_per_program or WORKSPACE_ROWS_PER_PROGRAM) // tile.rows)
+    tiles = -(-M // tile.rows)
+    tiles_per_program = min(tiles_per_program, tiles)
+    programs = -(-tiles // tiles_per_program)
     return tile, tiles_per_program, programs
 
 
@@ -49,14 +57,16 @@ def workspace_launch(M: int, N: int, sm_count: int = 0) -> dict:
             "block": tile.block, "num_warps": tile.num_warps}
 
 
-def workspace_backward(dy2d, x2d, weight, rstd, *, tile=None, rows_per_program=None):
+def workspace_backward(dy2d, x2d, weight, rstd, *, tile=None, rows_per_program=None, stages=None):
     m, n = x2d.shape
     tile, tiles_per_program, programs = workspace_plan(m, n, tile, rows_per_program)
+    stages = pipeline_stages(tile, x2d.element_size(), tile.programs_per_sm, stages or tile.stages)
     dx = new_output(x2d.shape, x2d.dtype, x2d.device)
     partial = new_output((programs, n), torch.float32, x2d.device)
     rmsnorm_bwd_workspace_kernel[(programs,)](
         x2d, dy2d, weight, rstd, dx, partial, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0),
-        TILES_PER_PROGRAM=tiles_per_program, ROWS=tile.rows, BLOCK=tile.block, num_warps=tile.num_warps,
+        TILES_PER_PROGRAM=tiles_per_program, ROWS=tile.rows, BLOCK=tile.block, NUM_STAGES=stages,
+        num_warps=tile.num_warps,
     )
     return dx, column_sum(partial, weight.dtype)
 
@@ -66,7 +76,7 @@ def workspace_backward(dy2d, x2d, weight, rstd, *, tile=None, rows_per_program=N
     passes=("bwd",),
     deterministic=True,
     family="workspace",
-    description="Triton backward, dγ partials of 32-row runs written to a [G, N] fp32 workspace, then summed "
+    description="Triton backward, dγ partials of runs of ≥ 32 consecutive rows written to a [G, N] fp32 workspace, then summed "
     "by a vectorized column-sum kernel (deterministic)",
     available_when=triton_unavailable_reason,
     launch=workspace_launch,

@@ -92,3 +92,24 @@ def test_launch_grids_cover_every_row(m, n):
     assert p["partial_rows"] == p["programs"] <= 132 * programs_per_sm(n)
     assert p["programs"] * p["rows_per_program"] >= m
     assert p["programs"] <= m  # never a program with no row (its partial row would be left unwritten)
+
+
+def test_pipeline_depth_fits_shared_memory():
+    from kernels.triton_backward.dx import SHARED_MEMORY_BUDGET, backward_tile, pipeline_stages
+
+    for n in (128, 1024, 4096, 8192, 16384, 65536):
+        tile = backward_tile(n)
+        for size in (2, 4):
+            stages = pipeline_stages(tile, size, tile.programs_per_sm, tile.stages)
+            assert 1 <= stages <= tile.stages
+            if stages > 1:
+                assert stages * 2 * tile.rows * tile.block * size * tile.programs_per_sm <= SHARED_MEMORY_BUDGET
+    wide = backward_tile(65536)  # the GPU check found 2 stages of 65536-wide bf16 tiles need 262 KB
+    assert pipeline_stages(wide, 2, 1, 3) == 1
+
+
+def test_workspace_rows_per_program_override_and_pipelining():
+    x, w, dy = random_inputs((203, 300), torch.float32)
+    for rpp in (8, 64):
+        dx, dw = run_backward(workspace_backward, x, w, dy, rows_per_program=rpp)
+        assert_backward_correct(dx, dw, x, w, dy)
