@@ -128,8 +128,11 @@ def as_rows(x: torch.Tensor) -> torch.Tensor:
 FORWARD_PLAN = {
     # block: "one-row" | "multi-row" (both autotuned) | (rows, num_warps, programs_per_sm, stages) for the
     # persistent kernel. Measured on the H200, bf16, 2026-12-02 (bench/NOTES.md).
-    **{b: "multi-row" for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)},
-    **{b: "one-row" for b in ROW_BLOCKS[1:]},
+    **{b: "multi-row" for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)},
+    2048: "one-row",
+    4096: "multi-row",
+    8192: "multi-row",
+    **{b: "one-row" for b in ROW_BLOCKS[ROW_BLOCKS.index(16384):]},
 }
 
 

@@ -57,24 +57,27 @@ class BackwardTile:
     num_warps: int
     programs_per_sm: int = 1
     stages: int = 1
+    partial_in_memory: bool = False
+    """Persistent grid only: keep the program's dγ partial in its (L2-resident) fp32 row of the partial
+    buffer instead of registers, freeing 32 registers per thread for rows so wide that registers spill."""
 
 
 TUNED_BACKWARD = {
-    # block: (rows, num_warps, programs_per_sm, stages). block ≥ 1024: best of a grid over rows × warps × k ×
-    # stages on the H200, bf16, 2026-12-02 (bench/NOTES.md); narrower blocks: tiles of ~4096 elements.
-    16: (256, 4, 4, 3),
-    32: (128, 4, 4, 3),
-    64: (64, 4, 4, 3),
-    128: (32, 4, 4, 3),
-    256: (16, 4, 4, 3),
-    512: (8, 4, 4, 3),
+    # block: (rows, num_warps, programs_per_sm, stages[, partial_in_memory]): the best of grids over rows ×
+    # warps × k × stages on the H200, bf16, 2026-12-02 (bench/NOTES.md); blocks < 128 follow 128's tile.
+    16: (512, 8, 1, 3),
+    32: (256, 8, 1, 3),
+    64: (128, 8, 1, 3),
+    128: (64, 8, 1, 3),
+    256: (32, 8, 1, 3),
+    512: (8, 4, 2, 3),
     1024: (4, 4, 2, 3),
     2048: (4, 8, 1, 3),
     4096: (2, 16, 1, 3),
     8192: (1, 8, 1, 3),
-    16384: (1, 16, 1, 1),
-    32768: (1, 32, 1, 1),
-    65536: (1, 32, 1, 1),
+    16384: (1, 16, 1, 1, True),
+    32768: (1, 32, 1, 1, True),
+    65536: (1, 32, 1, 1, True),
 }
 
 SHARED_MEMORY_BUDGET = 200 * 1024
@@ -88,8 +91,9 @@ def next_power_of_two(n: int) -> int:
 @functools.lru_cache(maxsize=None)
 def backward_tile(n: int) -> BackwardTile:
     block = max(16, next_power_of_two(n))
-    rows, num_warps, per_sm, stages = TUNED_BACKWARD[block]
-    return BackwardTile(rows=rows, block=block, num_warps=num_warps, programs_per_sm=per_sm, stages=stages)
+    rows, num_warps, per_sm, stages, *in_memory = TUNED_BACKWARD[block]
+    return BackwardTile(rows=rows, block=block, num_warps=num_warps, programs_per_sm=per_sm, stages=stages,
+                        partial_in_memory=bool(in_memory and in_memory[0]))
 
 
 def pipeline_stages(tile: BackwardTile, element_size: int, programs_per_sm: int, stages: int) -> int:

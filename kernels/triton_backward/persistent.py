@@ -1,7 +1,8 @@
 """dγ strategy ``triton-persistent``: a grid of G = SM count × k programs (k per row width, `programs_per_sm`),
 program p walks tiles p, p+G, p+2G, … (software-pipelined: ``tl.range(..., num_stages=…)`` loads the next
 tile while the current one computes), keeps its dγ partial in registers across all its rows and writes one
-fp32 row at the end; the tiny column-sum kernel adds the G rows. Fixed order: dγ is bit-reproducible for a
+fp32 row at the end (for rows ≥ 16384 wide, where registers would spill, the partial lives in that row of
+the buffer instead, L2-resident, updated in place row after row); the tiny column-sum kernel adds the G rows. Fixed order: dγ is bit-reproducible for a
 given G (the device's SM count fixes it)."""
 
 from __future__ import annotations
@@ -22,19 +23,26 @@ from kernels.triton_mode import triton_unavailable_reason
 
 @triton.jit
 def rmsnorm_bwd_persistent_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, stride_dy, stride_dx,
-                                  ROWS: tl.constexpr, BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr):
+                                  ROWS: tl.constexpr, BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr,
+                                  PARTIAL_IN_MEMORY: tl.constexpr):
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
     cols = tl.arange(0, BLOCK)
     w = tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)
+    partial_row = PARTIAL + pid.to(tl.int64) * N + cols
     acc = tl.zeros([ROWS, BLOCK], dtype=tl.float32)
     tiles = tl.cdiv(M, ROWS)
     for tile in tl.range(pid, tiles, programs, num_stages=NUM_STAGES):
         rows = tile * ROWS + tl.arange(0, ROWS)
         x, dy, rstd = load_tile(X, DY, RSTD, rows, cols, M, N, stride_x, stride_dy)
         store_dx(DX, rmsnorm_dx_tile(x, dy, w, rstd, N), rows, cols, M, N, stride_dx)
-        acc += rmsnorm_dw_tile(x, dy, rstd)
-    tl.store(PARTIAL + pid.to(tl.int64) * N + cols, tl.sum(acc, axis=0), mask=cols < N)
+        if PARTIAL_IN_MEMORY:  # read-modify-write of this program's own row (no load on its first tile)
+            previous = tl.load(partial_row, mask=(cols < N) & (tile != pid), other=0.0)
+            tl.store(partial_row, previous + tl.sum(rmsnorm_dw_tile(x, dy, rstd), axis=0), mask=cols < N)
+        else:
+            acc += rmsnorm_dw_tile(x, dy, rstd)
+    if not PARTIAL_IN_MEMORY:
+        tl.store(partial_row, tl.sum(acc, axis=0), mask=cols < N)
 
 
 def programs_per_sm(N: int) -> int:
@@ -63,11 +71,14 @@ def persistent_backward(dy2d, x2d, weight, rstd, *, sm_count: int | None = None,
     m, n = x2d.shape
     tile, _, programs = persistent_plan(m, n, sm_count or device_sm_count(x2d.device), tile, per_sm)
     stages = pipeline_stages(tile, x2d.element_size(), per_sm or tile.programs_per_sm, stages or tile.stages)
+    if tile.partial_in_memory:
+        stages = 1  # a prefetched load of the partial row could overtake the previous tile's store
     dx = new_output(x2d.shape, x2d.dtype, x2d.device)
     partial = new_output((programs, n), torch.float32, x2d.device)
     rmsnorm_bwd_persistent_kernel[(programs,)](
         x2d, dy2d, weight, rstd, dx, partial, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0),
-        ROWS=tile.rows, BLOCK=tile.block, NUM_STAGES=stages, num_warps=tile.num_warps,
+        ROWS=tile.rows, BLOCK=tile.block, NUM_STAGES=stages, PARTIAL_IN_MEMORY=tile.partial_in_memory,
+        num_warps=tile.num_warps,
     )
     return dx, column_sum(partial, weight.dtype)
 
