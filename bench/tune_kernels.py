@@ -255,7 +255,10 @@ def main(argv=None) -> int:
     parser.add_argument("--shapes", default="", help="MxN,MxN (default: issue shapes + short rows)")
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--budget-s", type=float, default=480, help="stop starting new work after this")
+    parser.add_argument("--final", action="store_true", help="short confirmation run of the tuned defaults")
     args = parser.parse_args(argv)
+    if args.final:
+        return final(args)
     started = time.time()
     os.makedirs(OUT, exist_ok=True)
     device = torch.device("cpu" if args.dry else "cuda")
@@ -412,6 +415,57 @@ def main(argv=None) -> int:
             cells.append(f"{v:>8.0f} ({100 * v / ceiling:>3.0f}%)" if v else f"{'-':>15}")
         say(f"{row['M']:>6}x{row['N']:<6} " + " ".join(cells))
     say(f"total {time.time() - started:.0f}s")
+    return 0
+
+
+def final(args) -> int:
+    """Short confirmation of the tuned defaults: correctness at the wide-row and odd shapes (fp32, bf16),
+    the issue shapes timed (ours + F.rms_norm), the wide-row partial in memory vs in registers, and a
+    same-size copy per shape (the ceiling a kernel of that many bytes can reach)."""
+    from kernels.check import format_check_table, run_check
+
+    started = time.time()
+    os.makedirs(OUT, exist_ok=True)
+    device = torch.device("cpu" if args.dry else "cuda")
+    load_all()
+    print("quack:", REGISTRY.get("quack").unavailable_reason(), "| liger:", REGISTRY.get("liger").unavailable_reason())
+    names = ["triton", "triton-atomic", "triton-workspace", "triton-persistent"]
+    shapes = ((1000, 16384), (300, 20000), (64, 65536), (4099, 1000), (1024, 4096), (5000, 128)) if not args.dry \
+        else ((7, 20000),)
+    rows = run_check(names, dtypes=("float32", "bfloat16"), shapes=shapes, device=device)
+    print("\n".join(line for line in format_check_table(rows).splitlines() if not line.endswith("  ok")))
+    dtype = torch.bfloat16
+    s = 2
+    ceiling = copy_ceiling_GBps(device, args.dry)
+    print(f"copy ceiling (1 GiB): {ceiling:.0f} GB/s")
+    table = []
+    for m, n in (ISSUE_SHAPES if not args.dry else [(64, 1024)]):
+        sets, w = make_inputs(m, n, dtype, device, rotating_sets(m, n, s, 2))
+        src = sets[0][0]
+        dst = torch.empty_like(src)
+        copy = 2 * src.numel() * s / (time_ms(lambda: dst.copy_(src), args.dry) * 1e-3) / 1e9
+        row = {"shape": f"{m}x{n}", "same-size copy": copy}
+        for name in ("triton", "torch-native"):
+            row[f"fwd:{name}"] = fwd_bytes(m, n, s) / (bench_fwd(REGISTRY.get(name).fn, sets, w, args.dry) * 1e-3) / 1e9
+        for name in ("triton-persistent", "triton-workspace", "triton-atomic", "torch-native"):
+            ms = bench_bwd_autograd(REGISTRY.get(name).fn, sets, w, args.dry)
+            row[f"bwd:{name}"] = bwd_bytes(m, n, s) / (ms * 1e-3) / 1e9
+        if n >= 16384:
+            from dataclasses import replace as dc_replace
+
+            in_registers = dc_replace(backward_tile(n), partial_in_memory=False)
+            ms = bench_bwd_direct(persistent.persistent_backward, sets, w, args.dry, tile=in_registers)
+            row["bwd:persistent[partial in registers]"] = bwd_bytes(m, n, s) / (ms * 1e-3) / 1e9
+            ms = bench_bwd_direct(persistent.persistent_backward, sets, w, args.dry)
+            row["bwd:persistent[partial in memory]"] = bwd_bytes(m, n, s) / (ms * 1e-3) / 1e9
+        table.append(row)
+        print(json.dumps({k: (f"{v:.0f} ({100 * v / ceiling:.0f}%)" if isinstance(v, float) else v)
+                          for k, v in row.items()}), flush=True)
+        del sets, src, dst
+    with open(os.path.join(OUT, "final.json"), "w") as f:
+        json.dump({"ceiling_GBps": ceiling, "rows": table, "check": rows, "date": time.strftime("%Y-%m-%d %H:%M"),
+                   "device": torch.cuda.get_device_name() if not args.dry else "cpu"}, f, indent=1, default=str)
+    print(f"total {time.time() - started:.0f}s")
     return 0
 
 
