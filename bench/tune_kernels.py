@@ -439,7 +439,7 @@ def final(args) -> int:
     ceiling = copy_ceiling_GBps(device, args.dry)
     print(f"copy ceiling (1 GiB): {ceiling:.0f} GB/s")
     table = []
-    for m, n in (ISSUE_SHAPES if not args.dry else [(64, 1024)]):
+    for m, n in (ISSUE_SHAPES if not args.dry else [(64, 1024), (8, 16384)]):
         sets, w = make_inputs(m, n, dtype, device, rotating_sets(m, n, s, 2))
         src = sets[0][0]
         dst = torch.empty_like(src)
@@ -453,11 +453,15 @@ def final(args) -> int:
         if n >= 16384:
             from dataclasses import replace as dc_replace
 
-            in_registers = dc_replace(backward_tile(n), partial_in_memory=False)
-            ms = bench_bwd_direct(persistent.persistent_backward, sets, w, args.dry, tile=in_registers)
-            row["bwd:persistent[partial in registers]"] = bwd_bytes(m, n, s) / (ms * 1e-3) / 1e9
-            ms = bench_bwd_direct(persistent.persistent_backward, sets, w, args.dry)
-            row["bwd:persistent[partial in memory]"] = bwd_bytes(m, n, s) / (ms * 1e-3) / 1e9
+            for flag in (False, True):
+                tile = dc_replace(backward_tile(n), partial_in_memory=flag)
+                ms = bench_bwd_direct(persistent.persistent_backward, sets, w, args.dry, tile=tile)
+                row[f"bwd:persistent[partial in {'memory' if flag else 'registers'}]"] = \
+                    bwd_bytes(m, n, s) / (ms * 1e-3) / 1e9
+                verify(f"partial_in_memory={flag}",
+                       lambda x, w_, dy, tile=tile: persistent.persistent_backward(
+                           dy, rmsnorm_forward(x, w_, 1e-6)[1], w_, rmsnorm_forward(x, w_, 1e-6)[2], tile=tile),
+                       300, n, device, print)
         table.append(row)
         print(json.dumps({k: (f"{v:.0f} ({100 * v / ceiling:.0f}%)" if isinstance(v, float) else v)
                           for k, v in row.items()}), flush=True)

