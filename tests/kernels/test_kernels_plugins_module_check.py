@@ -14,6 +14,16 @@ from kernels.registry import REGISTRY, Registry, describe_all, load_all, load_en
 load_all()
 
 
+@pytest.fixture(autouse=True, scope="module")
+def leave_the_global_registry_as_found():
+    """The example plugin registers itself in the process-wide registry on import; take it out again so
+    that tests collected after these see only what they loaded."""
+    before = set(REGISTRY.names())
+    yield
+    for name in set(REGISTRY.names()) - before:
+        REGISTRY.remove(name)
+
+
 def test_example_plugin_by_module_path_shows_in_the_listing():
     added = load_path("examples.dock_plugin")
     assert "torch-chunked" in REGISTRY.names()
