@@ -18,10 +18,15 @@ load_all()
 def leave_the_global_registry_as_found():
     """The example plugin registers itself in the process-wide registry on import; take it out again so
     that tests collected after these see only what they loaded."""
+    import sys
+
     before = set(REGISTRY.names())
+    had_module = "examples.dock_plugin" in sys.modules
     yield
     for name in set(REGISTRY.names()) - before:
         REGISTRY.remove(name)
+    if not had_module:  # so that a later load_path imports it afresh and it registers again
+        sys.modules.pop("examples.dock_plugin", None)
 
 
 def test_example_plugin_by_module_path_shows_in_the_listing():
