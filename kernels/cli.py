@@ -321,10 +321,12 @@ def cmd_serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "check":  # its own parser, written with the kernels
-        from kernels.bench.device import use_triton_interpreter_without_gpu
+    from kernels.bench.device import use_triton_interpreter_without_gpu
 
-        use_triton_interpreter_without_gpu()
+    # Before Triton is first imported: without a GPU, Triton kernels can only run in its interpreter, so `list`
+    # shows them as available (and `bench` still skips them unless --interpreter asks for those slow timings).
+    use_triton_interpreter_without_gpu()
+    if argv and argv[0] == "check":  # its own parser, written with the kernels
         from kernels.check import check_main
 
         return int(check_main(argv[1:]) or 0)
