@@ -8,7 +8,7 @@ PORT   ?= 8000
 TORCH_SPEC  ?= torch==2.13.0
 TRITON_SPEC ?= triton==3.6.0
 
-.PHONY: setup run test test-fast chromium check bench clean
+.PHONY: setup run test test-fast chromium check bench clean readme-results
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -43,3 +43,10 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+# Regenerate the README's results section from the committed GPU result files (never typed by hand).
+readme-results: setup
+	$(BIN)/rmsnorm-dash table results/*.json --markdown > .readme-results.md
+	$(BIN)/python -c "import pathlib, re; p = pathlib.Path('README.md'); body = pathlib.Path('.readme-results.md').read_text(); \
+	p.write_text(re.sub(r'(<!-- results:start -->\n).*?(<!-- results:end -->)', lambda m: m.group(1) + body + m.group(2), p.read_text(), flags=re.S))"
+	rm -f .readme-results.md

@@ -16,6 +16,7 @@ mkdir -p "$KEEP" "$OUT"
 export PYTHONUNBUFFERED=1
 export TRITON_CACHE_DIR=$KEEP/triton-cache TORCHINDUCTOR_CACHE_DIR=$KEEP/inductor-cache
 export PYTHONPATH="$PWD:$SITE:$SITE/nvidia_cutlass_dsl/dsl_packages${PYTHONPATH:+:$PYTHONPATH}"
+for d in $(find "$SITE" -maxdepth 4 -type d -name cutlass_dsl -path "*cutlass/cutlass_dsl" 2>/dev/null); do export PYTHONPATH="$(dirname "$(dirname "$d")"):$PYTHONPATH"; done
 dash() { python3 -c 'import sys; from kernels.cli import main; sys.exit(main(sys.argv[1:]))' "$@"; }
 
 for phase in "$@"; do
@@ -30,8 +31,11 @@ for phase in "$@"; do
       ;;
     install-dsl)
       cat "$KEEP/cu13.part.aa" "$KEEP/cu13.part.ab" > "$KEEP/nvidia_cutlass_dsl_libs_cu13-4.8.1-cp312-cp312-manylinux_2_28_x86_64.whl"
+      # all CuTe-DSL wheels in ONE pip call: `pip --target --upgrade` replaces a shared top-level folder
+      # (nvidia_cutlass_dsl/) wholesale, so a second call would delete the first call's cutlass_dsl package
       python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
-        "$KEEP/nvidia_cutlass_dsl_libs_cu13-4.8.1-cp312-cp312-manylinux_2_28_x86_64.whl" || { echo "cutlass dsl install failed"; exit 1; }
+        "$KEEP/nvidia_cutlass_dsl_libs_cu13-4.8.1-cp312-cp312-manylinux_2_28_x86_64.whl" .whl/nvidia_cutlass_dsl*.whl \
+        || { echo "cutlass dsl install failed"; exit 1; }
       python3 -c 'import quack, cutlass; print("quack OK", getattr(quack, "__version__", "?"))' 2>&1 | tail -3
       ;;
     check)
@@ -53,11 +57,15 @@ for phase in "$@"; do
       curl -s "127.0.0.1:$port/api/runs" | cut -c1-400; echo
       pkill -f 'app.main import serve' || true
       ;;
+    quack-sweep)
+      dash bench --impl quack,liger,torch-native,triton,triton-persistent --dtype bf16 \
+        --m 16384,65536 --n 1024,4096,8192 --reps 100 --quiet --out "$OUT/quack.json" 2>&1 | tail -c 6000
+      ;;
     sweep-start)
       rm -f "$KEEP/sweep.done" "$KEEP/sweep.log"
       (setsid bash -c "timeout -s INT 1500 python3 -c 'import sys; from kernels.cli import main; sys.exit(main(sys.argv[1:]))' \
           bench --dtype bf16,fp16 --m 4096,16384,65536 --n 512,1024,2048,4096,8192,16384 --reps 100 \
-          --out $KEEP/results.json --plot $KEEP/results.html --quiet > $KEEP/sweep.log 2>&1; echo \$? > $KEEP/sweep.done" &)
+          --out $KEEP/results.json --quiet > $KEEP/sweep.log 2>&1; echo \$? > $KEEP/sweep.done" &)
       sleep 2; echo started
       ;;
     sweep-wait)

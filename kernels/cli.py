@@ -6,7 +6,7 @@
                        [--reps N] [--warmup N] [--device cpu|cuda|cuda:1] [--interpreter] [--cuda-graph]
                        [--out FILE] [--plot FILE.html] [--plugin mod:obj] [--ceiling-bytes B]
     rmsnorm-dash plot FILE.json --out FILE.html
-    rmsnorm-dash table FILE.json [--markdown] [--dtype bfloat16]
+    rmsnorm-dash table FILE.json [FILE.json ...] [--markdown] [--dtype bfloat16]
     rmsnorm-dash serve [--host 127.0.0.1] [--port 8000] [--data DIR] [--devices cuda:0,cuda:1]
 
 Nothing heavy is imported at module level: torch, Triton and the engine load inside the commands, and the
@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_plot, subparser=p)
 
     p = sub.add_parser("table", help="print a result file's summary tables (--markdown: as the README shows them)")
-    p.add_argument("file", type=Path, help="result file (JSON)")
+    p.add_argument("files", type=Path, nargs="+", metavar="FILE", help="result files (JSON), shown oldest run first")
     p.add_argument("--markdown", action="store_true", help="Markdown instead of a terminal table")
     p.add_argument("--dtype", type=_csv, help="only these dtypes (torch spelling), comma-separated")
     p.set_defaults(handler=cmd_table, subparser=p)
@@ -283,10 +283,11 @@ def _read_run_file(parser: argparse.ArgumentParser, path: Path):
 def cmd_table(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from kernels.bench.report import markdown_tables, print_summary
 
-    run = _read_run_file(parser, args.file)
-    if args.markdown:
-        print(markdown_tables(run, args.dtype), end="")
-    else:
+    runs = sorted((_read_run_file(parser, path) for path in args.files), key=lambda run: run.run.created_at)
+    for i, run in enumerate(runs):
+        if args.markdown:
+            print(("\n" if i else "") + markdown_tables(run, args.dtype), end="")
+            continue
         if args.dtype:
             run = run.model_copy(update={"rows": [r for r in run.rows if r.dtype in set(args.dtype)]})
         print_summary(run, _wide_console())

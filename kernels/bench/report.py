@@ -86,11 +86,12 @@ def markdown_tables(run: RunFile, dtypes: Optional[Iterable[str]] = None) -> str
     versions = header.versions if isinstance(header.versions, dict) else dict(header.versions)
     out = [
         f"Measured on {header.device.name} on {header.created_at[:10]} by `rmsnorm-dash bench` "
-        f"(torch {versions.get('torch')}, triton {versions.get('triton')}, commit {str(header.git_commit or '?')[:10]}); "
+        f"(torch {versions.get('torch')}, triton {versions.get('triton')}, commit {str(header.git_commit)[:10] if header.git_commit else 'not recorded'}); "
         f"copy ceiling {gbps_text(header.ceiling_GBps or 0)} GB/s. Cells: GB/s (% of ceiling); {BEST} best per shape."
     ]
     for (pass_, dtype), shapes in groups.items():
-        used = [i for i in impls if any(i in by for by in shapes.values())]
+        # an implementation that does not provide this pass (every row skipped) gets no column
+        used = [i for i in impls if any(i in by and by[i].status != "skipped" for by in shapes.values())]
         out.append("")
         out.append(f"**{'forward' if pass_ == 'fwd' else 'backward'}, {dtype}**")
         out.append("")
