@@ -75,9 +75,9 @@ TUNED_BACKWARD = {
     2048: (4, 8, 1, 3),
     4096: (2, 16, 1, 3),
     8192: (1, 8, 1, 3),
-    16384: (1, 16, 1, 1),  # spills (128 regs/thread): 59 % of ceiling; partial_in_memory=True is the
-    32768: (1, 32, 1, 1),  # candidate fix, correct under the interpreter but not yet measured on a GPU
-    65536: (1, 32, 1, 1),  # (bench/tune_kernels.py --final compares the two)
+    16384: (1, 16, 1, 1),  # spills (128 regs/thread): ~60 % of ceiling; partial_in_memory=True measured
+    32768: (1, 32, 1, 1),  # worse on the H200 (37 % at 4096×16384, bench/NOTES.md "v3 measured"), so the
+    65536: (1, 32, 1, 1),  # partial stays in registers
 }
 
 SHARED_MEMORY_BUDGET = 200 * 1024
