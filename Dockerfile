@@ -15,6 +15,7 @@ WORKDIR /opt/rmsnorm-dashboard
 COPY pyproject.toml README.md ./
 COPY kernels ./kernels
 COPY app ./app
+COPY rmsnorm_dash ./rmsnorm_dash
 COPY static ./static
 COPY templates ./templates
 COPY results ./results

@@ -17,7 +17,7 @@ export PYTHONUNBUFFERED=1
 export TRITON_CACHE_DIR=$KEEP/triton-cache TORCHINDUCTOR_CACHE_DIR=$KEEP/inductor-cache
 export PYTHONPATH="$PWD:$SITE:$SITE/nvidia_cutlass_dsl/dsl_packages${PYTHONPATH:+:$PYTHONPATH}"
 for d in $(find "$SITE" -maxdepth 4 -type d -name cutlass_dsl -path "*cutlass/cutlass_dsl" 2>/dev/null); do export PYTHONPATH="$(dirname "$(dirname "$d")"):$PYTHONPATH"; done
-dash() { python3 -c 'import sys; from kernels.cli import main; sys.exit(main(sys.argv[1:]))' "$@"; }
+dash() { python3 -m rmsnorm_dash "$@"; }
 
 for phase in "$@"; do
   echo "=== phase $phase ($(date -u +%H:%M:%S))"
@@ -63,7 +63,7 @@ for phase in "$@"; do
       ;;
     sweep-start)
       rm -f "$KEEP/sweep.done" "$KEEP/sweep.log"
-      (setsid bash -c "timeout -s INT 1500 python3 -c 'import sys; from kernels.cli import main; sys.exit(main(sys.argv[1:]))' \
+      (setsid bash -c "timeout -s INT 1500 python3 -m rmsnorm_dash \
           bench --dtype bf16,fp16 --m 4096,16384,65536 --n 512,1024,2048,4096,8192,16384 --reps 100 \
           --out $KEEP/results.json --quiet > $KEEP/sweep.log 2>&1; echo \$? > $KEEP/sweep.done" &)
       sleep 2; echo started

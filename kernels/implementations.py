@@ -7,10 +7,10 @@ from importlib import import_module
 
 BUILTIN_MODULES = (
     "kernels.baselines",
-    "kernels.triton_forward",
     "kernels.triton_backward.atomic",
     "kernels.triton_backward.workspace",
     "kernels.triton_backward.persistent",
+    "kernels.triton_rmsnorm",
 )
 
 for _module in BUILTIN_MODULES:

@@ -1,7 +1,8 @@
 """The fused RMSNorm forward in Triton: x read once, fp32 accumulation, y in x's dtype, per-row fp32 rstd
 kept for the backward.
 
-Two kernels, one implementation (``triton``), dispatched by shape:
+Three kernels behind one entry point, `rmsnorm_forward`, dispatched by shape (the registry's ``triton``
+implementation is `kernels/triton_rmsnorm.py`):
 
 * ``rmsnorm_fwd_row_kernel``: one program per row, the row in one BLOCK (a power of two ≥ N), autotuned
   over BLOCK × num_warps keyed on N; the prune hook `prune_row_configs` keeps only blocks that hold the row;
@@ -23,8 +24,7 @@ import triton
 import triton.language as tl
 
 from kernels.poison import new_output
-from kernels.registry import register
-from kernels.triton_mode import interpreting, sm_count, triton_unavailable_reason
+from kernels.triton_mode import interpreting, sm_count
 from kernels.validation import MAX_N, validate_rmsnorm_inputs
 
 ROW_BLOCKS = tuple(2**p for p in range(9, 17))  # 512 … 65536
@@ -226,22 +226,3 @@ def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *,
             _launch_tuned(rmsnorm_fwd_row_tuned, rmsnorm_fwd_row_kernel, lambda meta: (m,),
                           key, (*args, x2d.stride(0), y2d.stride(0), n, eps))
     return y2d.view(x.shape), x2d, rstd
-
-
-@register(
-    "triton",
-    passes=("fwd",),
-    deterministic=True,
-    family="other",
-    description="Fused Triton forward: one program per row (several rows per program for short rows), fp32 "
-    "accumulation, autotuned BLOCK × num_warps; its backward is triton-persistent's",
-    available_when=triton_unavailable_reason,
-    launch=forward_launch,
-)
-def triton_rmsnorm(x, weight, eps=1e-6):
-    if not (torch.is_grad_enabled() and (getattr(x, "requires_grad", False) or getattr(weight, "requires_grad", False))):
-        return rmsnorm_forward(x, weight, eps)[0]  # no graph to record: skip autograd.Function's bookkeeping
-    from kernels.triton_backward.function import triton_rmsnorm_with
-    from kernels.triton_backward.persistent import persistent_backward
-
-    return triton_rmsnorm_with(persistent_backward, x, weight, eps)

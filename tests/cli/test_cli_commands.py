@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kernels import cli
+from rmsnorm_dash import cli
 from kernels.bench.models import RunFile
 from kernels.registry import REGISTRY
 
@@ -143,14 +143,14 @@ def test_serve_passes_its_options_through(monkeypatch, tmp_path):
 
 
 def test_console_script_exits_2_on_bad_args():
-    proc = subprocess.run([sys.executable, "-m", "kernels.cli", "bench", "--dtype", "int4", "--device", "cpu"],
+    proc = subprocess.run([sys.executable, "-m", "rmsnorm_dash", "bench", "--dtype", "int4", "--device", "cpu"],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
     assert "dtypes" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_cli_module_imports_no_web_stack_or_torch():
-    code = "import sys, kernels.cli; bad = [m for m in ('torch', 'triton', 'fastapi', 'uvicorn', 'starlette', 'jinja2') if m in sys.modules]; print(bad)"
+    code = "import sys, rmsnorm_dash.cli; bad = [m for m in ('torch', 'triton', 'fastapi', 'uvicorn', 'starlette', 'jinja2') if m in sys.modules]; print(bad)"
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.stdout.strip() == "[]", proc.stderr
 
