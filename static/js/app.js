@@ -17,7 +17,9 @@ function showBanner(text, kind = "info") {
 }
 
 async function main() {
-  const charts = new Charts({ fwd: $("#chart-fwd"), bwd: $("#chart-bwd"), sourcesLine: $("#chart-sources") });
+  const charts = new Charts({
+    fwd: $("#chart-fwd"), bwd: $("#chart-bwd"), sourcesLine: $("#chart-sources"), dtypeSelect: $("#chart-dtype"), mSelect: $("#chart-m"),
+  });
   for (const radio of document.querySelectorAll('input[name="view"]')) {
     radio.addEventListener("change", () => radio.checked && charts.setView(radio.value));
   }

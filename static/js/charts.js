@@ -1,6 +1,8 @@
 // The plotly charts: forward and backward panels, one trace per implementation (split further by
-// dtype / M / run when those vary), a horizontal line at the measured copy ceiling, three views
-// (effective GB/s, % of ceiling, latency). Rows can arrive one at a time while a run streams.
+// run, and by dtype / M when the filters say "all"), a horizontal line at the measured copy ceiling,
+// three views (effective GB/s, % of ceiling, latency). Rows can arrive one at a time while a run streams.
+// The dtype and M filters default to one dtype and one M (the first dtype and the largest M of a stored
+// run; those of the first rows received while a run streams), so each panel has one trace per implementation.
 
 import { colorFor } from "./palette.js";
 
@@ -35,14 +37,44 @@ function powersOfTwo(lo, hi) {
 }
 
 const tickText = (v) => (v >= 1024 && v % 1024 === 0 ? `${v / 1024}K` : String(v));
+const plottable = (r) => r.status === "ok" && Number.isFinite(r.median_us);
+const ALL = "all";
+// The legend sits below the axis title, in a band of its own sized for its entries.
+const LEGEND_ROW_PX = 19;
+const LEGEND_GAP_PX = 6;
+const PLOT_PX = 320;
+const BOTTOM_PX = 62; // tick labels and the x-axis title
 
 export class Charts {
-  constructor({ fwd, bwd, sourcesLine }) {
+  constructor({ fwd, bwd, sourcesLine, dtypeSelect, mSelect }) {
     this.panels = { fwd, bwd };
     this.sourcesLine = sourcesLine;
+    this.selects = { dtype: dtypeSelect, M: mSelect };
     this.view = "GBps";
     this.sources = []; // {key, label, header, rows, live}
+    this.picked = { dtype: null, M: null }; // the user's choice (a value or "all"); null: the default
+    this.filter = { dtype: ALL, M: ALL }; // what the last render showed
     this._pending = false;
+    for (const [dim, sel] of Object.entries(this.selects)) {
+      sel?.addEventListener("change", () => this.setFilter(dim, sel.value));
+    }
+    // The legend's band depends on the panel's width: redraw when it changes.
+    this._widths = new Map();
+    this._legendPx = new Map(); // "pass|width|entries" -> the legend band's height as last drawn
+    if (window.ResizeObserver) {
+      const watch = new ResizeObserver((entries) => {
+        const changed = entries.some((e) => Math.abs((this._widths.get(e.target) ?? 0) - e.contentRect.width) > 8);
+        if (changed) this.scheduleRender();
+      });
+      for (const el of Object.values(this.panels)) watch.observe(el);
+    }
+  }
+
+  // dim: "dtype" or "M"; value: one of the values shown, or "all".
+  setFilter(dim, value) {
+    if (!(dim in this.picked)) return;
+    this.picked[dim] = value === ALL || value == null ? ALL : dim === "M" ? Number(value) : String(value);
+    this.render();
   }
 
   setView(view) {
@@ -54,6 +86,7 @@ export class Charts {
   // A new live run replaces whatever was shown: the charts then fill in as its rows arrive.
   startLive(runId) {
     this.sources = [{ key: runId, label: "live run", header: null, rows: [], live: true }];
+    this.picked = { dtype: null, M: null };
     this.scheduleRender();
   }
 
@@ -79,8 +112,10 @@ export class Charts {
   open(doc, { overlay = false } = {}) {
     const key = doc.run?.run_id ?? `run-${this.sources.length}`;
     const src = { key, label: sourceLabel(doc.run), header: doc.run, rows: doc.rows ?? [], live: false };
-    if (!overlay) this.sources = [src];
-    else this.sources = [...this.sources.filter((s) => s.key !== key), src];
+    if (!overlay) {
+      this.sources = [src];
+      this.picked = { dtype: null, M: null };
+    } else this.sources = [...this.sources.filter((s) => s.key !== key), src];
     // Two runs of the same device and minute still need names of their own.
     const seen = new Map();
     for (const s of this.sources) seen.set(s.label, (seen.get(s.label) ?? 0) + 1);
@@ -102,14 +137,50 @@ export class Charts {
     });
   }
 
-  // Trace groups: one per (run, impl, dtype, M); names only mention what varies.
+  // The values the filters offer (those of the plottable rows shown) and the ones in force: the user's
+  // pick while it is present, else the default. The default is one dtype and one M: those of the first
+  // row received while a run streams (so its traces grow), else the first dtype and the largest M.
+  _resolveFilter() {
+    const rows = this.sources.flatMap((s) => s.rows.filter(plottable));
+    const dtypes = [...new Set(rows.map((r) => r.dtype))];
+    const Ms = [...new Set(rows.map((r) => r.M))].sort((a, b) => a - b);
+    const firstLive = this.sources.find((s) => s.live && s.rows.some(plottable))?.rows.find(plottable);
+    const pick = (dim, values, fallback) => {
+      const p = this.picked[dim];
+      if (p === ALL || (p != null && values.includes(p))) return p;
+      return values.length ? fallback() : ALL;
+    };
+    const dtype = pick("dtype", dtypes, () => firstLive?.dtype ?? dtypes[0]);
+    const inDtype = rows.filter((r) => dtype === ALL || r.dtype === dtype).map((r) => r.M);
+    const M = pick("M", Ms, () => firstLive?.M ?? Math.max(...(inDtype.length ? inDtype : Ms)));
+    return { dtypes, Ms, dtype, M };
+  }
+
+  _syncSelects({ dtypes, Ms, dtype, M }) {
+    const fill = (sel, values, chosen, text) => {
+      if (!sel) return;
+      const want = [ALL, ...values.map(String)];
+      const have = [...sel.options].map((o) => o.value);
+      if (want.join("|") !== have.join("|")) {
+        sel.replaceChildren(...want.map((v) => new Option(v === ALL ? "all" : text(v), v)));
+      }
+      sel.value = String(chosen);
+      sel.disabled = values.length === 0;
+    };
+    fill(this.selects.dtype, dtypes, dtype, (v) => v);
+    fill(this.selects.M, Ms, M, (v) => v);
+  }
+
+  // Trace groups: one per (run, impl, dtype, M) among the rows the filters let through; names only
+  // mention what varies among those.
   _groups(pass) {
-    const okRows = this.sources.flatMap((s, si) =>
-      s.rows.filter((r) => r.pass === pass && r.status === "ok" && Number.isFinite(r.median_us)).map((r) => [si, r]),
-    );
-    const all = this.sources.flatMap((s) => s.rows.filter((r) => r.status === "ok"));
-    const dtypes = [...new Set(all.map((r) => r.dtype))];
-    const Ms = [...new Set(all.map((r) => r.M))];
+    const { dtype, M } = this.filter;
+    const keep = (r) => plottable(r) && (dtype === ALL || r.dtype === dtype) && (M === ALL || r.M === M);
+    const shown = this.sources.flatMap((s) => s.rows.filter(keep));
+    const okRows = this.sources.flatMap((s, si) => s.rows.filter((r) => r.pass === pass && keep(r)).map((r) => [si, r]));
+    const dtypes = [...new Set(shown.map((r) => r.dtype))];
+    const Ms = [...new Set(shown.map((r) => r.M))];
+    const allDtypes = [...new Set(this.sources.flatMap((s) => s.rows.filter(plottable).map((r) => r.dtype)))];
     const groups = new Map();
     for (const [si, r] of okRows) {
       const key = `${si}|${r.impl}|${r.dtype}|${r.M}`;
@@ -120,7 +191,7 @@ export class Charts {
         if (this.sources.length > 1) parts.push(`[${this.sources[si].label}]`);
         groups.set(key, {
           si, impl: r.impl, dtype: r.dtype, M: r.M, name: parts.join(" · "), rows: [],
-          dtypeIndex: dtypes.indexOf(r.dtype),
+          dtypeIndex: allDtypes.indexOf(r.dtype),
         });
       }
       groups.get(key).rows.push(r);
@@ -193,14 +264,37 @@ export class Charts {
     return out;
   }
 
+  // A first guess of the legend band (about 7 px a character, 40 px for an entry's line and gaps).
+  _guessLegendPx(data, width) {
+    let rows = 1;
+    let used = 0;
+    for (const t of data) {
+      const w = 40 + 7 * t.name.length;
+      if (used > 0 && used + w > width) {
+        rows++;
+        used = 0;
+      }
+      used += w;
+    }
+    return rows * LEGEND_ROW_PX + LEGEND_GAP_PX;
+  }
+
   render() {
     const Plotly = window.Plotly;
+    const choice = this._resolveFilter();
+    this.filter = { dtype: choice.dtype, M: choice.M };
+    this._syncSelects(choice);
     this._describeSources();
     if (!Plotly) return;
     for (const pass of ["fwd", "bwd"]) {
       const el = this.panels[pass];
       const { traces, xs } = this._traces(pass);
       const data = [...traces, ...this._ceilingTraces(xs)];
+      // The legend gets a band of its own under the x-axis title, as tall as its wrapped rows at this
+      // panel's width (measured after drawing), so it never covers the title and is never cut.
+      const width = el.clientWidth || 600;
+      this._widths.set(el, width);
+      const legendPx = data.length ? this._legendPx.get(`${pass}|${width}|${data.length}`) ?? this._guessLegendPx(data, width) : 0;
       const ticks = xs.length ? powersOfTwo(Math.min(...xs), Math.max(...xs)) : [256, 1024, 4096, 16384];
       // A ceiling far above every point (small CPU shapes) would flatten them: keep the points
       // readable and say where the ceiling is.
@@ -217,8 +311,8 @@ export class Charts {
       }
       const layout = {
         title: { text: `${PASS_TITLES[pass]}: ${VIEWS[this.view].title}`, font: { size: 14 }, x: 0.01, xanchor: "left" },
-        margin: { l: 60, r: 16, t: 48, b: 50 },
-        height: 380,
+        margin: { l: 60, r: 16, t: 48, b: BOTTOM_PX + legendPx },
+        height: PLOT_PX + BOTTOM_PX + legendPx,
         xaxis: {
           title: { text: "N (hidden size, log₂ axis)" },
           type: "log",
@@ -228,14 +322,21 @@ export class Charts {
         },
         yaxis: { title: { text: VIEWS[this.view].title }, rangemode: "tozero", zeroline: false,
           ...(offScale ? { range: [0, top * 1.15], autorange: false } : { autorange: true }) },
-        legend: { orientation: "h", y: -0.22, font: { size: 11 } },
+        showlegend: data.length > 0,
+        legend: { orientation: "h", xref: "container", x: 0, xanchor: "left", yref: "container", y: 0, yanchor: "bottom", maxheight: 5000, font: { size: 11 } },
         hovermode: "closest",
         paper_bgcolor: "rgba(0,0,0,0)",
         plot_bgcolor: "#fff",
         annotations: notes,
-        uirevision: `${this.view}|${this.sources.map((s) => s.key).join(",")}`,
+        uirevision: `${this.view}|${this.filter.dtype}|${this.filter.M}|${this.sources.map((s) => s.key).join(",")}`,
       };
       Plotly.react(el, data, layout, { responsive: true, displaylogo: false, showLink: false, modeBarButtonsToRemove: ["sendDataToCloud"] });
+      const drawn = el.querySelector(".legend .bg");
+      const need = drawn ? Math.ceil(drawn.getBBox().height) + LEGEND_GAP_PX : 0;
+      this._legendPx.set(`${pass}|${width}|${data.length}`, need);
+      if (data.length && Math.abs(need - legendPx) > 1) {
+        Plotly.relayout(el, { "margin.b": BOTTOM_PX + need, height: PLOT_PX + BOTTOM_PX + need });
+      }
       el.dataset.traces = String(traces.length);
       el.dataset.points = String(traces.reduce((n, t) => n + t.x.length, 0));
     }
