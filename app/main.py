@@ -18,7 +18,8 @@ from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
 
 from app.settings import Settings
-from app.state import Service, package_version
+from app.state import Service
+from kernels.bench.device import package_version
 
 log = logging.getLogger("rmsnorm.service")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from importlib import metadata
 
 from fastapi import Request
 
@@ -12,13 +11,6 @@ from app.settings import Settings
 from app.store import Store
 
 log = logging.getLogger("rmsnorm.service")
-
-
-def package_version() -> str:
-    try:
-        return metadata.version("rmsnorm-dashboard")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
 
 
 def validate_run_file(document: dict) -> dict:

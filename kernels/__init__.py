@@ -1,0 +1,5 @@
+"""RMSNorm kernels (Triton and baselines), their registry and the benchmark engine."""
+
+__version__ = "0.1.0"
+"""The project's version: pyproject.toml reads it from here (one source for the package, the run header and
+/api/health)."""

@@ -7,7 +7,8 @@ import os
 from fastapi import APIRouter, Depends
 
 from app.schemas import Health
-from app.state import Service, get_service, package_version
+from app.state import Service, get_service
+from kernels.bench.device import package_version
 
 router = APIRouter(tags=["service"])
 

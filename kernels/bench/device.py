@@ -147,12 +147,19 @@ def _dist_version(*names: str) -> Optional[str]:
     return None
 
 
+def package_version() -> str:
+    """This project's version: the installed distribution's, else the source tree's (a GPU host runs it uninstalled)."""
+    from kernels import __version__
+
+    return _dist_version("rmsnorm-dashboard") or __version__
+
+
 def versions() -> dict[str, Optional[str]]:
     return {
         "torch": torch.__version__,
         "triton": _dist_version("triton", "pytorch-triton"),  # not imported: see use_triton_interpreter_without_gpu
         "python": platform.python_version(),
-        "rmsnorm_dashboard": _dist_version("rmsnorm-dashboard") or "0.1.0",
+        "rmsnorm_dashboard": package_version(),
         "liger_kernel": _dist_version("liger-kernel", "liger_kernel"),
         "quack_kernels": _dist_version("quack-kernels", "quack_kernels"),
     }
