@@ -2,7 +2,11 @@
 grids; the animation advances (frames and canvas pixels change) and pauses; the atomic strategy's queue at
 its one dock is longer than the workspace's for the same configuration and grows with the block count."""
 
+import json
+import math
+
 import pytest
+from browser_paths import COMMITTED_RESULTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
@@ -87,7 +91,53 @@ def test_dock_draws_every_backward_with_the_plugin_and_animates(make_page, serve
     state = page.evaluate("window.dockState")
     assert state["triton-atomic"]["queueLength"] > state["triton-workspace"]["queueLength"] == 0
     page.locator("#dock").scroll_into_view_if_needed()
-    shot(page.locator("#dock"), "dock.png", doc_name="dock.png")
+    # The README's picture shows the committed GPU run's measured times when there is one (below).
+    shot(page.locator("#dock"), "dock.png", doc_name=None if COMMITTED_RESULTS else "dock.png")
+
+
+@pytest.mark.skipif(not COMMITTED_RESULTS, reason="no committed result file under results/ yet")
+def test_dock_runs_at_the_committed_gpu_runs_measured_backward_times(make_page, server, shot):
+    """Opening the committed GPU run sets the dock's lanes to its measured backward times, at a shape it measured,
+    with its GPU's SM count; the atomic strategy still queues at its one dock."""
+    doc = max((json.loads(p.read_text()) for p in COMMITTED_RESULTS), key=lambda d: len(d["rows"]))
+    rows = [r for r in server.get(f"/api/runs/{doc['run']['run_id']}")["rows"] if r["status"] == "ok" and r["pass"] == "bwd"]
+    measured = {r["impl"] for r in rows}
+    page = make_page()
+    wait_lanes(page, DRAWN)
+    # Show the drawn strategies this run measured (the example plugin was not in it).
+    shown = sorted(DRAWN & measured)
+    assert {"triton-atomic", "triton-workspace"} <= set(shown), measured
+    for box in page.locator("#dock-impls input").all():
+        box.set_checked(box.get_attribute("value") in shown)
+    page.locator(f'#history-table tbody tr[data-run-id="{doc["run"]["run_id"]}"] button.open').click()
+    page.wait_for_function(
+        "(names) => window.dockState && Object.keys(window.dockState).sort().join() === names.join()"
+        " && Object.values(window.dockState).every((s) => s.timing === 'measured')",
+        arg=shown,
+    )
+    state = page.evaluate("window.dockState")
+    m, n, sm = state["triton-atomic"]["M"], state["triton-atomic"]["N"], state["triton-atomic"]["smCount"]
+    assert sm == doc["run"]["device"]["sm_count"]
+    for name in shown:
+        at = [r for r in rows if r["impl"] == name and r["M"] == m and r["N"] == n]
+        first_dtype = next(d for d in ("bfloat16", "float16", "float32") if any(r["dtype"] == d for r in at))
+        want = next(r["median_us"] for r in at if r["dtype"] == first_dtype)
+        assert math.isclose(state[name]["totalUs"], want, rel_tol=1e-9), (name, state[name]["totalUs"], want)
+    launch = server.get(f"/api/launch?M={m}&N={n}&sm_count={sm}")
+    for name in shown:
+        assert state[name]["programs"] == launch[name]["programs"], name
+    timing = page.locator("#dock-timing").inner_text()
+    assert "measured" in timing and doc["run"]["device"]["name"] in timing, timing
+    assert state["triton-atomic"]["maxQueueLength"] > state["triton-workspace"]["maxQueueLength"]
+
+    # A chosen moment for the picture: part-way through the fastest lane, when the atomic queue is long.
+    page.click("#dock-play")
+    fastest = min(s["totalUs"] for s in state.values())
+    page.evaluate(f"window.dockScene.seekUs({fastest * 0.6})")
+    state = page.evaluate("window.dockState")
+    assert state["triton-atomic"]["queueLength"] > state["triton-workspace"]["queueLength"] == 0
+    page.locator("#dock").scroll_into_view_if_needed()
+    shot(page.locator("#dock"), "dock-measured.png", doc_name="dock.png")
 
 
 def server_family(server, name):

@@ -85,6 +85,10 @@ def test_live_sweep_fills_the_charts_as_rows_stream(make_page, server, shot):
     assert skipped.count() == 8
     assert "skipped: triton-atomic does not provide the fwd pass" in skipped.first.inner_text()
     assert "8 skipped" in status
+    # The chart filters offer the values that streamed in, and show them.
+    assert page.locator("#chart-dtype option").evaluate_all("(os) => os.map((o) => o.value)") == ["all", "bfloat16"]
+    assert page.locator("#chart-m option").evaluate_all("(os) => os.map((o) => o.value)") == ["all", "64"]
+    assert (page.input_value("#chart-dtype"), page.input_value("#chart-m")) == ("bfloat16", "64")
 
     # The plugin is in the chart, and every plotted value is the stored measurement of that case.
     runs = server.get("/api/runs")
