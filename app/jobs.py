@@ -109,8 +109,11 @@ class Job:
 
 class Scheduler:
     def __init__(self, labels: Iterable[str], store: Store, max_queue: int, plugins: tuple[str, ...] = (),
-                 ceiling_bytes: int | None = None, worker_factory=DeviceWorker) -> None:
+                 ceiling_bytes: int | None = None, worker_factory=DeviceWorker,
+                 case_timeout_s: float | None = None) -> None:
         self.labels = list(labels)
+        self.case_timeout_s = case_timeout_s
+        """A case unanswered after this long: its worker is killed and restarted, the case is an error row."""
         if not self.labels:
             raise ValueError("the scheduler needs at least one device")
         self.store = store
@@ -352,9 +355,10 @@ class Scheduler:
                    "triton_interpreter": common.get("triton_interpreter", False)}
         started = time.time()
         try:
-            return worker.request("case", payload)
+            return worker.request("case", payload, timeout=self.case_timeout_s)
         except WorkerDied as exc:
-            reason = f"worker for {label} died ({describe_exit(exc.exitcode)}) while running {case_label(case)}"
+            how = worker.last_death or describe_exit(exc.exitcode)
+            reason = f"worker for {label} died ({how}) while running {case_label(case)}"
             if not self._stopping:
                 worker.restart()
                 reason += "; restarted"

@@ -14,6 +14,7 @@ CLI flags); keywords win over the environment.
 | devices        | RMSNORM_DEVICES          | every visible GPU (CUDA_VISIBLE_DEVICES), else one cpu  |
 | results_dir    | RMSNORM_RESULTS_DIR      | the repository's results/ (imported at start; "" = off) |
 | ceiling_bytes  | RMSNORM_CEILING_BYTES    | the engine's default copy size                          |
+| case_timeout_s | RMSNORM_CASE_TIMEOUT_S   | 900 s: a case still running then is an error row, its worker restarted |
 | plugins        | RMSNORM_PLUGINS          | none (module or module:object paths, comma-separated)   |
 """
 
@@ -119,6 +120,9 @@ class Settings:
     static_dir: Path = PROJECT_ROOT / "static"
     templates_dir: Path = PROJECT_ROOT / "templates"
     ceiling_bytes: int | None = None
+    case_timeout_s: float = 900.0
+    """A case (warm-up, compile and timing) still unanswered after this long is a hung kernel: its worker is killed
+    and restarted and the case becomes an error row, so one bad kernel never blocks a device's queue."""
     plugins: tuple[str, ...] = ()
     start_workers: bool = True
     """Start the worker processes when the app starts (False: on the first benchmark, as tests may prefer)."""
@@ -126,6 +130,8 @@ class Settings:
     def __post_init__(self) -> None:
         if self.max_queue < 0:
             raise ValueError(f"max_queue must be 0 or more, got {self.max_queue}")
+        if not self.case_timeout_s > 0:
+            raise ValueError(f"case_timeout_s must be positive, got {self.case_timeout_s}")
         if not (0 < self.port < 65536):
             raise ValueError(f"port must be 1..65535, got {self.port}")
         if self.devices is not None:
@@ -159,6 +165,9 @@ class Settings:
         ceiling = _env_int("RMSNORM_CEILING_BYTES", None)
         if ceiling is not None:
             env["ceiling_bytes"] = ceiling
+        case_timeout = _env_int("RMSNORM_CASE_TIMEOUT_S", None)
+        if case_timeout is not None:
+            env["case_timeout_s"] = float(case_timeout)
         for key, value in overrides.items():
             if value is None:
                 continue
