@@ -14,12 +14,33 @@ from kernels.bench.models import ResultRow, RunFile, RunHeader
 BEST = "★"
 
 
+Shapes = dict[tuple[int, int], dict[str, ResultRow]]
+
+
+def by_pass_and_shape(rows: Iterable[ResultRow]) -> dict[tuple[str, str], Shapes]:
+    """(pass, dtype) → (M, N) → implementation → row, in the rows' order (both table kinds are laid out from it)."""
+    groups: dict[tuple[str, str], Shapes] = {}
+    for r in rows:
+        groups.setdefault((r.pass_, r.dtype), {}).setdefault((r.M, r.N), {})[r.impl] = r
+    return groups
+
+
+def best_impl(by_impl: dict[str, ResultRow]) -> Optional[str]:
+    """The fastest ``ok`` implementation of one shape (the ★), or None when none measured."""
+    ok = [r for r in by_impl.values() if r.status == "ok" and r.GBps is not None]
+    return max(ok, key=lambda r: r.GBps).impl if ok else None
+
+
+def measured_text(row: ResultRow) -> str:
+    """An ok row's cell: ``GB/s (% of ceiling)``."""
+    pct = f" ({row.pct_of_ceiling:.0f}%)" if row.pct_of_ceiling is not None else ""
+    return f"{gbps_text(row.GBps)}{pct}"
+
+
 def summary_tables(header: RunHeader, rows: Iterable[ResultRow]) -> list[Table]:
     rows = list(rows)
     impls = list(dict.fromkeys(r.impl for r in rows))
-    groups: dict[tuple[str, str], dict[tuple[int, int], dict[str, ResultRow]]] = {}
-    for r in rows:
-        groups.setdefault((r.pass_, r.dtype), {}).setdefault((r.M, r.N), {})[r.impl] = r
+    groups = by_pass_and_shape(rows)
     ceiling = f"{gbps_text(header.ceiling_GBps)} GB/s" if header.ceiling_GBps else "not measured"
     tables = []
     for (pass_, dtype), shapes in groups.items():
@@ -31,8 +52,7 @@ def summary_tables(header: RunHeader, rows: Iterable[ResultRow]) -> list[Table]:
         for impl in impls:
             table.add_column(impl, justify="right")
         for (m, n), by_impl in shapes.items():
-            ok = [r for r in by_impl.values() if r.status == "ok" and r.GBps is not None]
-            best = max(ok, key=lambda r: r.GBps).impl if ok else None
+            best = best_impl(by_impl)
             cells = []
             for impl in impls:
                 r = by_impl.get(impl)
@@ -56,8 +76,7 @@ def _cell(row: Optional[ResultRow], best: bool) -> str:
         return ""
     if row.status != "ok":
         return "[dim]skip[/dim]" if row.status == "skipped" else "[red]error[/red]"
-    pct = f" ({row.pct_of_ceiling:.0f}%)" if row.pct_of_ceiling is not None else ""
-    text = f"{gbps_text(row.GBps)}{pct}"
+    text = measured_text(row)
     return f"[bold green]{BEST} {text}[/bold green]" if best else text
 
 
@@ -80,9 +99,7 @@ def markdown_tables(run: RunFile, dtypes: Optional[Iterable[str]] = None) -> str
     header = run.run
     rows = [r for r in run.rows if dtypes is None or r.dtype in set(dtypes)]
     impls = list(dict.fromkeys(r.impl for r in rows))
-    groups: dict[tuple[str, str], dict[tuple[int, int], dict[str, ResultRow]]] = {}
-    for r in rows:
-        groups.setdefault((r.pass_, r.dtype), {}).setdefault((r.M, r.N), {})[r.impl] = r
+    groups = by_pass_and_shape(rows)
     versions = header.versions if isinstance(header.versions, dict) else dict(header.versions)
     out = [
         f"Measured on {header.device.name} on {header.created_at[:10]} by `rmsnorm-dash bench` "
@@ -98,8 +115,7 @@ def markdown_tables(run: RunFile, dtypes: Optional[Iterable[str]] = None) -> str
         out.append("| M×N | " + " | ".join(used) + " |")
         out.append("|---:|" + "---:|" * len(used))
         for (m, n), by_impl in shapes.items():
-            ok = [r for r in by_impl.values() if r.status == "ok" and r.GBps is not None]
-            best = max(ok, key=lambda r: r.GBps).impl if ok else None
+            best = best_impl(by_impl)
             cells = []
             for impl in used:
                 r = by_impl.get(impl)
@@ -108,8 +124,7 @@ def markdown_tables(run: RunFile, dtypes: Optional[Iterable[str]] = None) -> str
                 elif r.status != "ok":
                     cells.append(r.status)
                 else:
-                    pct = f" ({r.pct_of_ceiling:.0f}%)" if r.pct_of_ceiling is not None else ""
-                    text = f"{gbps_text(r.GBps)}{pct}"
+                    text = measured_text(r)
                     cells.append(f"**{BEST} {text}**" if impl == best else text)
             out.append(f"| {m}×{n} | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
