@@ -57,14 +57,19 @@ class BackwardTile:
     num_warps: int
     programs_per_sm: int = 1
     stages: int = 1
-    partial_in_memory: bool = False
-    """Persistent grid only: keep the program's dγ partial in its (L2-resident) fp32 row of the partial
-    buffer instead of registers, freeing 32 registers per thread for rows so wide that registers spill."""
+    reload_weight: bool = False
+    """Persistent grid only: load γ again for every row (an L1/L2 hit) instead of holding it in registers
+    for the program's life: 32 fewer live values per thread at 16384 × 16 warps, where ptxas spilled."""
+    column_halves: bool = False
+    """Persistent grid only: treat each row as two column halves in two passes (pass 1 accumulates dγ and
+    the row's Σγ·dy·x, pass 2 reloads x and dy from L2 to write dx), so only half a row of x and dy is
+    live at a time (`rmsnorm_bwd_persistent_halves_kernel`)."""
 
 
 TUNED_BACKWARD = {
-    # block: (rows, num_warps, programs_per_sm, stages[, partial_in_memory]): the best of grids over rows ×
-    # warps × k × stages on the H200, bf16, 2026-12-02 (bench/NOTES.md); blocks < 128 follow 128's tile.
+    # block: (rows, num_warps, programs_per_sm, stages[, variant]): the best of grids over rows × warps × k
+    # × stages on the H200, bf16, 2026-12-02 (bench/NOTES.md); blocks < 128 follow 128's tile. variant:
+    # "reload-weight" or "column-halves" (the `BackwardTile` fields of those names).
     16: (512, 8, 1, 3),
     32: (256, 8, 1, 3),
     64: (128, 8, 1, 3),
@@ -75,9 +80,9 @@ TUNED_BACKWARD = {
     2048: (4, 8, 1, 3),
     4096: (2, 16, 1, 3),
     8192: (1, 8, 1, 3),
-    16384: (1, 16, 1, 1),  # spills (128 regs/thread): ~60 % of ceiling; partial_in_memory=True measured
-    32768: (1, 32, 1, 1),  # worse on the H200 (37 % at 4096×16384, bench/NOTES.md "v3 measured"), so the
-    65536: (1, 32, 1, 1),  # partial stays in registers
+    16384: (1, 16, 1, 1, "reload-weight"),  # γ held for the program's life spilled (ptxas: 72 B stack)
+    32768: (1, 32, 1, 1),
+    65536: (1, 32, 1, 1),
 }
 
 SHARED_MEMORY_BUDGET = 200 * 1024
@@ -91,9 +96,9 @@ def next_power_of_two(n: int) -> int:
 @functools.lru_cache(maxsize=None)
 def backward_tile(n: int) -> BackwardTile:
     block = max(16, next_power_of_two(n))
-    rows, num_warps, per_sm, stages, *in_memory = TUNED_BACKWARD[block]
+    rows, num_warps, per_sm, stages, *variant = TUNED_BACKWARD[block]
     return BackwardTile(rows=rows, block=block, num_warps=num_warps, programs_per_sm=per_sm, stages=stages,
-                        partial_in_memory=bool(in_memory and in_memory[0]))
+                        reload_weight="reload-weight" in variant, column_halves="column-halves" in variant)
 
 
 def pipeline_stages(tile: BackwardTile, element_size: int, programs_per_sm: int, stages: int) -> int:

@@ -1,9 +1,12 @@
 """dγ strategy ``triton-persistent``: a grid of G = SM count × k programs (k per row width, `programs_per_sm`),
 program p walks tiles p, p+G, p+2G, … (software-pipelined: ``tl.range(..., num_stages=…)`` loads the next
 tile while the current one computes), keeps its dγ partial in registers across all its rows and writes one
-fp32 row at the end (for rows ≥ 16384 wide, where registers would spill, the partial lives in that row of
-the buffer instead, L2-resident, updated in place row after row); the tiny column-sum kernel adds the G rows. Fixed order: dγ is bit-reproducible for a
-given G (the device's SM count fixes it)."""
+fp32 row at the end; the tiny column-sum kernel adds the G rows. Fixed order: dγ is bit-reproducible for a
+given G (the device's SM count fixes it).
+
+Rows so wide that x, dy, γ and the partial do not fit in registers together (16384 at 16 warps: ptxas
+spilled) have two remedies, chosen per width in `TUNED_BACKWARD`: reload γ for every row instead of holding
+it (``reload_weight``), or `rmsnorm_bwd_persistent_halves_kernel` (``column_halves``)."""
 
 from __future__ import annotations
 
@@ -21,28 +24,70 @@ from kernels.triton_backward.function import triton_rmsnorm_with
 from kernels.triton_mode import sm_count as device_sm_count
 from kernels.triton_mode import triton_unavailable_reason
 
+
 @triton.jit
 def rmsnorm_bwd_persistent_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, stride_dy, stride_dx,
                                   ROWS: tl.constexpr, BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr,
-                                  PARTIAL_IN_MEMORY: tl.constexpr):
+                                  RELOAD_W: tl.constexpr):
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
     cols = tl.arange(0, BLOCK)
     w = tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)
-    partial_row = PARTIAL + pid.to(tl.int64) * N + cols
     acc = tl.zeros([ROWS, BLOCK], dtype=tl.float32)
     tiles = tl.cdiv(M, ROWS)
     for tile in tl.range(pid, tiles, programs, num_stages=NUM_STAGES):
         rows = tile * ROWS + tl.arange(0, ROWS)
         x, dy, rstd = load_tile(X, DY, RSTD, rows, cols, M, N, stride_x, stride_dy)
+        if RELOAD_W:
+            w = tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)
+        acc += rmsnorm_dw_tile(x, dy, rstd)
         store_dx(DX, rmsnorm_dx_tile(x, dy, w, rstd, N), rows, cols, M, N, stride_dx)
-        if PARTIAL_IN_MEMORY:  # read-modify-write of this program's own row (no load on its first tile)
-            previous = tl.load(partial_row, mask=(cols < N) & (tile != pid), other=0.0)
-            tl.store(partial_row, previous + tl.sum(rmsnorm_dw_tile(x, dy, rstd), axis=0), mask=cols < N)
-        else:
-            acc += rmsnorm_dw_tile(x, dy, rstd)
-    if not PARTIAL_IN_MEMORY:
-        tl.store(partial_row, tl.sum(acc, axis=0), mask=cols < N)
+    tl.store(PARTIAL + pid.to(tl.int64) * N + cols, tl.sum(acc, axis=0), mask=cols < N)
+
+
+@triton.jit
+def load_half(ROW, cols, N, EVICTION: tl.constexpr):
+    return tl.load(ROW + cols, mask=cols < N, other=0.0, eviction_policy=EVICTION).to(tl.float32)
+
+
+@triton.jit
+def rmsnorm_bwd_persistent_halves_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, stride_dy, stride_dx,
+                                         HALF: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """One row at a time in two column halves and two passes: pass 1 reads x and dy (kept in L2:
+    ``evict_last``), adds dy·x·rstd to the dγ partial and forms Σγ·dy·x; pass 2 reads them again (L2 hits,
+    ``evict_first``) to write dx. The two eviction hints also keep the compiler from merging the two reads
+    into one value held across the passes, which is the register pressure this kernel exists to avoid."""
+    pid = tl.program_id(0)
+    lo = tl.arange(0, HALF)
+    hi = HALF + lo
+    w_lo = load_half(W, lo, N, "evict_last")
+    w_hi = load_half(W, hi, N, "evict_last")
+    acc_lo = tl.zeros([HALF], dtype=tl.float32)
+    acc_hi = tl.zeros([HALF], dtype=tl.float32)
+    for row in tl.range(pid, M, tl.num_programs(0), num_stages=NUM_STAGES):
+        row64 = tl.cast(row, tl.int64)
+        x_row = X + row64 * stride_x
+        dy_row = DY + row64 * stride_dy
+        dx_row = DX + row64 * stride_dx
+        rstd = tl.load(RSTD + row)
+        x = load_half(x_row, lo, N, "evict_last")
+        dy = load_half(dy_row, lo, N, "evict_last")
+        acc_lo += dy * x * rstd
+        dot = tl.sum(w_lo * dy * x, axis=0)
+        x = load_half(x_row, hi, N, "evict_last")
+        dy = load_half(dy_row, hi, N, "evict_last")
+        acc_hi += dy * x * rstd
+        dot += tl.sum(w_hi * dy * x, axis=0)
+        c = rstd * rstd * rstd * dot / N
+        x = load_half(x_row, lo, N, "evict_first")
+        dy = load_half(dy_row, lo, N, "evict_first")
+        tl.store(dx_row + lo, (rstd * w_lo * dy - x * c).to(DX.dtype.element_ty), mask=lo < N)
+        x = load_half(x_row, hi, N, "evict_first")
+        dy = load_half(dy_row, hi, N, "evict_first")
+        tl.store(dx_row + hi, (rstd * w_hi * dy - x * c).to(DX.dtype.element_ty), mask=hi < N)
+    partial_row = PARTIAL + pid.to(tl.int64) * N
+    tl.store(partial_row + lo, acc_lo, mask=lo < N)
+    tl.store(partial_row + hi, acc_hi, mask=hi < N)
 
 
 def programs_per_sm(N: int) -> int:
@@ -71,15 +116,16 @@ def persistent_backward(dy2d, x2d, weight, rstd, *, sm_count: int | None = None,
     m, n = x2d.shape
     tile, _, programs = persistent_plan(m, n, sm_count or device_sm_count(x2d.device), tile, per_sm)
     stages = pipeline_stages(tile, x2d.element_size(), per_sm or tile.programs_per_sm, stages or tile.stages)
-    if tile.partial_in_memory:
-        stages = 1  # a prefetched load of the partial row could overtake the previous tile's store
     dx = new_output(x2d.shape, x2d.dtype, x2d.device)
     partial = new_output((programs, n), torch.float32, x2d.device)
-    rmsnorm_bwd_persistent_kernel[(programs,)](
-        x2d, dy2d, weight, rstd, dx, partial, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0),
-        ROWS=tile.rows, BLOCK=tile.block, NUM_STAGES=stages, PARTIAL_IN_MEMORY=tile.partial_in_memory,
-        num_warps=tile.num_warps,
-    )
+    args = (x2d, dy2d, weight, rstd, dx, partial, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0))
+    if tile.column_halves:
+        rmsnorm_bwd_persistent_halves_kernel[(programs,)](
+            *args, HALF=max(1, tile.block // 2), NUM_STAGES=stages, num_warps=tile.num_warps)
+    else:
+        rmsnorm_bwd_persistent_kernel[(programs,)](
+            *args, ROWS=tile.rows, BLOCK=tile.block, NUM_STAGES=stages, RELOAD_W=tile.reload_weight,
+            num_warps=tile.num_warps)
     return dx, column_sum(partial, weight.dtype)
 
 

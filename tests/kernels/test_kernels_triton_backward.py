@@ -115,14 +115,18 @@ def test_workspace_rows_per_program_override_and_pipelining():
         assert_backward_correct(dx, dw, x, w, dy)
 
 
-def test_persistent_partial_kept_in_memory_for_wide_rows():
+@pytest.mark.parametrize("variant", ["reload_weight", "column_halves"])
+@pytest.mark.parametrize("shape", [(7, 20000), (9, 300), (5, 129)])
+def test_persistent_wide_row_variants(variant, shape):
+    """The two remedies for register pressure on wide rows, forced at any width: γ reloaded every row, and
+    the two-pass column-halves kernel (widths that leave the high half partly or almost wholly masked)."""
     from dataclasses import replace
 
     from kernels.triton_backward.dx import backward_tile
 
-    tile = replace(backward_tile(20000), partial_in_memory=True)
-    x, w, dy = random_inputs((7, 20000), torch.float32)
-    for sm_count in (2, 3):  # 2 or 3 programs walk 3-4 wide rows each: read-modify-write of a poisoned row
+    tile = replace(backward_tile(shape[1]), rows=1, **{variant: True})
+    x, w, dy = random_inputs(shape, torch.float32)
+    for sm_count in (2, 3):  # 2 or 3 programs walk several rows each
         a = run_backward(persistent_backward, x, w, dy, sm_count=sm_count, tile=tile)
         b = run_backward(persistent_backward, x, w, dy, sm_count=sm_count, tile=tile)
         assert_backward_correct(*a, x, w, dy)
