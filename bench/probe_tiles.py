@@ -7,7 +7,10 @@ call, written to $OUT/probe.json and printed as they come.
 2. small-M backward (M·N ≈ 32M and below): the persistent kernel and the column sum timed apart (where the
    fixed ~10 µs goes), and a grid over k × stages × warps around today's tile;
 3. forward at short rows and 65536×8192: the multi-row kernel at explicit (ROWS, warps), beside
-   torch.compile, whose generated Triton source is saved ($OUT/inductor_*.py) to read offline.
+   torch.compile, whose generated Triton source is saved ($OUT/inductor_*.py) to read offline;
+4. (second call, ``--only pdl,fwdkinds``) the column sum: its blocks, and programmatic dependent launch
+   on/off for the persistent and workspace backward; every forward kernel (one-row, multi-row, chunked;
+   autotuned per size class of M) beside torch.compile at N 512 … 16384 × M 4096 … 65536.
 
     python3 bench/probe_tiles.py [--dry] [--budget-s 480]
 """
@@ -80,16 +83,19 @@ def main(argv=None) -> int:
     parser.add_argument("--dry", action="store_true")
     parser.add_argument("--budget-s", type=float, default=480)
     parser.add_argument("--skip", default="", help="comma list of parts to skip: wide, small, fwd, inductor")
+    parser.add_argument("--only", default="", help="comma list of the parts to run (adds: pdl, fwdkinds)")
     args = parser.parse_args(argv)
     dry = args.dry
-    skip = set(filter(None, args.skip.split(",")))
+    parts = {"wide", "small", "fwd", "inductor", "pdl", "fwdkinds"}
+    skip = set(filter(None, args.skip.split(","))) | ({"pdl", "fwdkinds"} if not args.only else
+                                                       parts - set(args.only.split(",")))
     started = time.time()
     os.makedirs(OUT, exist_ok=True)
     device = torch.device("cpu" if dry else "cuda")
     load_all()
     report = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "device": "cpu (dry: timings meaningless)" if dry
               else torch.cuda.get_device_name(), "torch": torch.__version__, "git_commit": os.environ.get("GIT_COMMIT"),
-              "wide": [], "small_m": [], "fwd": [], "errors": []}
+              "wide": [], "small_m": [], "fwd": [], "pdl": [], "column_sum": [], "fwd_kinds": [], "errors": []}
 
     def over():
         return time.time() - started > args.budget_s
@@ -203,6 +209,74 @@ def main(argv=None) -> int:
             print(json.dumps({k: (f"{v:.0f}" if isinstance(v, float) else v) for k, v in row.items()}), flush=True)
             del sets
             save()
+
+    # 5. column sum blocks, dependent launch on/off
+    if "pdl" not in skip:
+        from kernels.triton_backward import workspace
+
+        for g, n in (((132, 8192), (132, 2048), (264, 1024), (132, 16384), (128, 4096)) if not dry else ((5, 64),)):
+            partial = torch.randn(g, n, device=device)
+            row = {"G x N": f"{g}x{n}"}
+            for block_g in (32, 64, 128, 256):
+                for block_n in (16, 32, 64, 128):
+                    for warps in (4, 8):
+                        if block_g * block_n // (32 * warps) < 1:
+                            continue
+                        row[f"g{block_g} n{block_n} {warps}w"] = 1e3 * tk.time_ms(
+                            lambda: column_sum(partial, torch.bfloat16, blocks=(block_g, block_n), num_warps=warps,
+                                               pdl=False), dry)
+            best = min((v, k) for k, v in row.items() if isinstance(v, float))
+            row["best"] = best
+            report["column_sum"].append(row)
+            print(json.dumps({"G x N": row["G x N"], "µs default": 1e3 * tk.time_ms(
+                lambda: column_sum(partial, torch.bfloat16, pdl=False), dry), "best": best}), flush=True)
+            save()
+        for m, n in (((4096, 8192), (16384, 2048), (4096, 4096), (32768, 1024), (4096, 16384), (16384, 8192),
+                      (4096, 1024), (65536, 4096)) if not dry else ((16, 64),)):
+            sets, w = tk.make_inputs(m, n, dtype, device, tk.rotating_sets(m, n, s, 2))
+            row = {"shape": f"{m}x{n}"}
+            for name, fn in (("persistent", persistent.persistent_backward), ("workspace", workspace.workspace_backward)):
+                for pdl in (False, True):
+                    try:
+                        row[f"{name} pdl={pdl}"] = gbps(tk.bwd_bytes(m, n, s),
+                                                        tk.bench_bwd_direct(fn, sets, w, dry, pdl=pdl and not dry))
+                    except Exception as exc:
+                        row[f"{name} pdl={pdl}"] = repr(exc)[:200]
+            report["pdl"].append(row)
+            print(json.dumps({k: (f"{v:.0f} ({100 * v / ceiling:.0f}%)" if isinstance(v, float) else v)
+                              for k, v in row.items()}), flush=True)
+            del sets
+            save()
+
+    # 6. every forward kernel, per size class
+    if "fwdkinds" not in skip:
+        for n in ((512, 1024, 2048, 4096, 8192, 16384) if not dry else (64,)):
+            for m in ((4096, 16384, 65536) if not dry else (8,)):
+                if over():
+                    break
+                sets, w = tk.make_inputs(m, n, dtype, device, tk.rotating_sets(m, n, s, 1))
+                row = {"shape": f"{m}x{n}"}
+                kinds = ("one-row", "multi-row", "chunked") if n >= 1024 else ("multi-row",)
+                for kind in kinds:
+                    try:
+                        row[kind] = gbps(tk.fwd_bytes(m, n, s), tk.bench_fwd(
+                            lambda x, w_, kind=kind: rmsnorm_forward(x, w_, 1e-6, kernel=kind), sets, w, dry))
+                    except Exception as exc:
+                        row[kind] = repr(exc)[:200]
+                for name in ("torch-compile", "liger"):
+                    try:
+                        row[name] = gbps(tk.fwd_bytes(m, n, s), tk.bench_fwd(REGISTRY.get(name).fn, sets, w, dry))
+                    except Exception as exc:
+                        row[name] = repr(exc)[:80]
+                report["fwd_kinds"].append(row)
+                print(json.dumps({k: (f"{v:.0f} ({100 * v / ceiling:.0f}%)" if isinstance(v, float) else v)
+                                  for k, v in row.items()}), flush=True)
+                del sets
+                save()
+        from kernels.triton_forward import _CHOSEN_CONFIGS
+
+        report["forward_autotuner_choices"] = {str(k[:4]): str(v) for k, v in _CHOSEN_CONFIGS.items()}
+        print(json.dumps(report["forward_autotuner_choices"]), flush=True)
 
     # 4. Inductor's kernels, to read offline
     if "inductor" not in skip and not dry:

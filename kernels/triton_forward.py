@@ -8,12 +8,17 @@ implementation is `kernels/triton_rmsnorm.py`):
   over BLOCK × num_warps keyed on N; the prune hook `prune_row_configs` keeps only blocks that hold the row;
 * ``rmsnorm_fwd_rows_kernel``: several rows per program (a [ROWS, BLOCK] tile) for short rows
   (per `FORWARD_PLAN`), where one row alone is too little work for a program;
+* ``rmsnorm_fwd_chunked_kernel``: one program per row in two passes over CHUNK-wide pieces (Σx² first,
+  the x loads kept in L2; then x read again, from L2, to write y), autotuned over CHUNK × num_warps: far
+  fewer registers per thread than a whole row, so more programs per SM (TorchInductor's looped reduction
+  does this for wide rows);
 * ``rmsnorm_fwd_persistent_kernel``: SM count × k programs striding over [ROWS, BLOCK] tiles, the next
   tile's loads software-pipelined (``tl.range(..., num_stages)``) behind the current one's math; used
   where `FORWARD_PLAN` says it measured faster.
 
-The autotuner runs once per (N, dtypes, device); later calls launch its choice directly (its per-call
-bookkeeping is host time every call would pay). Under Triton's interpreter the autotuner is bypassed (it
+The autotuners key on N and the size class of M (`size_class`: the best tile for 4096 rows is not the
+best for 65536). Each runs once per (N, size class, dtypes, device); later calls launch its choice
+directly (its per-call bookkeeping is host time every call would pay). Under Triton's interpreter the autotuner is bypassed (it
 would time every config on the CPU): the first config the prune hook keeps is launched directly.
 """
 
@@ -31,6 +36,8 @@ ROW_BLOCKS = tuple(2**p for p in range(9, 17))  # 512 … 65536
 ROW_WARPS = (4, 8, 16)
 MULTI_ROW_TILES = (2048, 4096, 8192, 16384)  # elements per program (ROWS × BLOCK)
 MULTI_ROW_WARPS = (4, 8)
+CHUNKS = (1024, 2048, 4096)
+CHUNK_WARPS = (4, 8)
 
 
 def next_power_of_two(n: int) -> int:
@@ -48,6 +55,18 @@ def prune_row_configs(configs, named_args, **kwargs):
     return [c for c in fitting if c.kwargs["BLOCK"] == narrowest]
 
 
+def size_class(m: int) -> int:
+    """M in powers of four (4096 → 6, 16384 → 7, 65536 → 8): part of every forward autotuning key."""
+    return max(0, int(m).bit_length() - 1) // 2
+
+
+def prune_chunked_configs(configs, named_args, **kwargs):
+    """Keep the chunks narrower than the row's block (a chunk as wide as the row is the one-row kernel)."""
+    block = next_power_of_two(named_args["N"])
+    kept = [c for c in configs if c.kwargs["CHUNK"] < block]
+    return kept or [c for c in configs if c.kwargs["CHUNK"] == min(CHUNKS)]
+
+
 def prune_multi_row_configs(configs, named_args, **kwargs):
     """Keep the multi-row tiles that hold at least one whole row of BLOCK = next power of two ≥ N."""
     block = kwargs.get("BLOCK") or named_args.get("BLOCK") or next_power_of_two(named_args["N"])
@@ -56,13 +75,14 @@ def prune_multi_row_configs(configs, named_args, **kwargs):
 
 
 ROW_CONFIGS = [triton.Config({"BLOCK": b}, num_warps=w) for b in ROW_BLOCKS for w in ROW_WARPS]
+CHUNKED_CONFIGS = [triton.Config({"CHUNK": c}, num_warps=w) for c in CHUNKS for w in CHUNK_WARPS]
 MULTI_ROW_CONFIGS = [
     triton.Config({"ROWS": r}, num_warps=w) for r in (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) for w in MULTI_ROW_WARPS
 ]
 
 
 @triton.jit
-def rmsnorm_fwd_row_kernel(X, W, Y, RSTD, stride_x, stride_y, N, eps, BLOCK: tl.constexpr):
+def rmsnorm_fwd_row_kernel(X, W, Y, RSTD, stride_x, stride_y, N, eps, SIZE_CLASS, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     mask = cols < N
@@ -74,7 +94,8 @@ def rmsnorm_fwd_row_kernel(X, W, Y, RSTD, stride_x, stride_y, N, eps, BLOCK: tl.
 
 
 @triton.jit
-def rmsnorm_fwd_rows_kernel(X, W, Y, RSTD, M, stride_x, stride_y, N, eps, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+def rmsnorm_fwd_rows_kernel(X, W, Y, RSTD, M, stride_x, stride_y, N, eps, SIZE_CLASS, BLOCK: tl.constexpr,
+                            ROWS: tl.constexpr):
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK)
     row_mask = rows < M
@@ -87,6 +108,26 @@ def rmsnorm_fwd_rows_kernel(X, W, Y, RSTD, M, stride_x, stride_y, N, eps, BLOCK:
     y = x * rstd[:, None] * w[None, :]
     tl.store(Y + rows64[:, None] * stride_y + cols[None, :], y.to(Y.dtype.element_ty), mask=mask)
     tl.store(RSTD + rows, rstd, mask=row_mask)
+
+
+@triton.jit
+def rmsnorm_fwd_chunked_kernel(X, W, Y, RSTD, stride_x, stride_y, N, eps, SIZE_CLASS, CHUNK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    x_row = X + row * stride_x
+    y_row = Y + row * stride_y
+    cols = tl.arange(0, CHUNK)
+    squares = tl.zeros([CHUNK], dtype=tl.float32)
+    for start in tl.range(0, N, CHUNK):
+        x = tl.load(x_row + start + cols, mask=start + cols < N, other=0.0, eviction_policy="evict_last")
+        x = x.to(tl.float32)
+        squares += x * x
+    rstd = tl.rsqrt(tl.sum(squares, axis=0) / N + eps)
+    for start in tl.range(0, N, CHUNK):
+        mask = start + cols < N
+        x = tl.load(x_row + start + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        w = tl.load(W + start + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        tl.store(y_row + start + cols, (x * rstd * w).to(Y.dtype.element_ty), mask=mask)
+    tl.store(RSTD + row, rstd)
 
 
 @triton.jit
@@ -109,12 +150,17 @@ def rmsnorm_fwd_persistent_kernel(X, W, Y, RSTD, M, stride_x, stride_y, N, eps,
 
 
 rmsnorm_fwd_row_tuned = triton.autotune(
-    configs=ROW_CONFIGS, key=["N"], prune_configs_by={"early_config_prune": prune_row_configs}
+    configs=ROW_CONFIGS, key=["N", "SIZE_CLASS"], prune_configs_by={"early_config_prune": prune_row_configs}
 )(rmsnorm_fwd_row_kernel)
 
 rmsnorm_fwd_rows_tuned = triton.autotune(
-    configs=MULTI_ROW_CONFIGS, key=["N", "BLOCK"], prune_configs_by={"early_config_prune": prune_multi_row_configs}
+    configs=MULTI_ROW_CONFIGS, key=["N", "BLOCK", "SIZE_CLASS"],
+    prune_configs_by={"early_config_prune": prune_multi_row_configs},
 )(rmsnorm_fwd_rows_kernel)
+
+rmsnorm_fwd_chunked_tuned = triton.autotune(
+    configs=CHUNKED_CONFIGS, key=["N", "SIZE_CLASS"], prune_configs_by={"early_config_prune": prune_chunked_configs}
+)(rmsnorm_fwd_chunked_kernel)
 
 
 def as_rows(x: torch.Tensor) -> torch.Tensor:
@@ -126,7 +172,7 @@ def as_rows(x: torch.Tensor) -> torch.Tensor:
 
 
 FORWARD_PLAN = {
-    # block: "one-row" | "multi-row" (both autotuned) | (rows, num_warps, programs_per_sm, stages) for the
+    # block: "one-row" | "multi-row" | "chunked" (autotuned) | (rows, num_warps, programs_per_sm, stages) for the
     # persistent kernel. Measured on the H200, bf16, 2026-12-02 (bench/NOTES.md).
     **{b: "multi-row" for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)},
     2048: "one-row",
@@ -152,9 +198,9 @@ def forward_launch(M: int, N: int, sm_count: int = 132) -> dict:
         rows = max(1, 4096 // block)
         return {"programs": -(-M // rows), "rows_per_program": rows, "partial_rows": 0, "block": block,
                 "kernel": "multi-row"}
-    if kind == "one-row":
+    if kind in ("one-row", "chunked"):
         return {"programs": M, "rows_per_program": 1, "partial_rows": 0, "block": max(block, ROW_BLOCKS[0]),
-                "kernel": "one-row"}
+                "kernel": kind}
     rows, num_warps, per_sm, _ = kind
     tiles = -(-M // rows)
     programs = max(1, min(tiles, sm_count * per_sm))
@@ -185,7 +231,7 @@ def _persistent_stages(rows: int, block: int, element_size: int, per_sm: int, st
 def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *, kernel: str = "auto",
                     plan: tuple | None = None):
     """Run the forward. Returns ``(y, x2d, rstd)``: y shaped like x in x's dtype, x as [M, N] rows (what
-    the backward reads) and the per-row fp32 rstd [M]. ``kernel`` ("auto", "one-row", "multi-row",
+    the backward reads) and the per-row fp32 rstd [M]. ``kernel`` ("auto", "one-row", "multi-row", "chunked",
     "persistent") and ``plan`` (rows, num_warps, programs_per_sm, stages) override the tuned dispatch
     (for tuning scripts)."""
     n = validate_rmsnorm_inputs(x, weight, eps, max_n=MAX_N)
@@ -211,18 +257,28 @@ def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *,
         if interpreting():
             rows = max(1, 4096 // block)
             rmsnorm_fwd_rows_kernel[(-(-m // rows),)](
-                *args, m, x2d.stride(0), y2d.stride(0), n, eps, BLOCK=block, ROWS=rows
+                *args, m, x2d.stride(0), y2d.stride(0), n, eps, size_class(m), BLOCK=block, ROWS=rows
             )
         else:
-            key = ("multi-row", n, block, x.dtype, w.dtype, x.device)
+            key = ("multi-row", n, block, size_class(m), x.dtype, w.dtype, x.device)
             _launch_tuned(rmsnorm_fwd_rows_tuned, rmsnorm_fwd_rows_kernel, lambda meta: (-(-m // meta["ROWS"]),),
-                          key, (*args, m, x2d.stride(0), y2d.stride(0), n, eps), BLOCK=block)
+                          key, (*args, m, x2d.stride(0), y2d.stride(0), n, eps, size_class(m)), BLOCK=block)
+    elif kind == "chunked":
+        if interpreting():
+            config = prune_chunked_configs(CHUNKED_CONFIGS, {"N": n})[0]
+            rmsnorm_fwd_chunked_kernel[(m,)](*args, x2d.stride(0), y2d.stride(0), n, eps, size_class(m),
+                                             CHUNK=config.kwargs["CHUNK"])
+        else:
+            key = ("chunked", n, size_class(m), x.dtype, w.dtype, x.device)
+            _launch_tuned(rmsnorm_fwd_chunked_tuned, rmsnorm_fwd_chunked_kernel, lambda meta: (m,),
+                          key, (*args, x2d.stride(0), y2d.stride(0), n, eps, size_class(m)))
     else:
         if interpreting():
             config = prune_row_configs(ROW_CONFIGS, {"N": n})[0]
-            rmsnorm_fwd_row_kernel[(m,)](*args, x2d.stride(0), y2d.stride(0), n, eps, BLOCK=config.kwargs["BLOCK"])
+            rmsnorm_fwd_row_kernel[(m,)](*args, x2d.stride(0), y2d.stride(0), n, eps, size_class(m),
+                                         BLOCK=config.kwargs["BLOCK"])
         else:
-            key = ("one-row", n, x.dtype, w.dtype, x.device)
+            key = ("one-row", n, size_class(m), x.dtype, w.dtype, x.device)
             _launch_tuned(rmsnorm_fwd_row_tuned, rmsnorm_fwd_row_kernel, lambda meta: (m,),
-                          key, (*args, x2d.stride(0), y2d.stride(0), n, eps))
+                          key, (*args, x2d.stride(0), y2d.stride(0), n, eps, size_class(m)))
     return y2d.view(x.shape), x2d, rstd

@@ -89,3 +89,17 @@ def install_interpreter_numpy_fix() -> None:
 
 
 install_interpreter_numpy_fix()
+
+
+def dependent_launch(device) -> bool:
+    """Whether a follow-up kernel on ``device`` may be launched with programmatic dependent launch (PDL:
+    it starts as the kernel before it drains and waits in ``gdc_wait`` for that kernel's writes): native
+    CUDA on compute capability ≥ 9.0 (Hopper), unless ``RMSNORM_PDL=0``."""
+    import os
+
+    import torch
+
+    if interpreting() or os.environ.get("RMSNORM_PDL", "1") == "0":
+        return False
+    device = torch.device(device)
+    return device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 9

@@ -18,17 +18,18 @@ import triton.language as tl
 
 from kernels.poison import new_output
 from kernels.registry import register
-from kernels.triton_backward.column_sum import column_sum
+from kernels.triton_backward.column_sum import allow_dependent_launch, column_sum
 from kernels.triton_backward.dx import backward_tile, load_tile, pipeline_stages, rmsnorm_dw_tile, rmsnorm_dx_tile, store_dx
 from kernels.triton_backward.function import triton_rmsnorm_with
 from kernels.triton_mode import sm_count as device_sm_count
-from kernels.triton_mode import triton_unavailable_reason
+from kernels.triton_mode import dependent_launch, triton_unavailable_reason
 
 
 @triton.jit
 def rmsnorm_bwd_persistent_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, stride_dy, stride_dx,
                                   ROWS: tl.constexpr, BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr,
-                                  RELOAD_W: tl.constexpr):
+                                  RELOAD_W: tl.constexpr, USE_PDL: tl.constexpr):
+    allow_dependent_launch(USE_PDL)
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
     cols = tl.arange(0, BLOCK)
@@ -52,11 +53,12 @@ def load_half(ROW, cols, N, EVICTION: tl.constexpr):
 
 @triton.jit
 def rmsnorm_bwd_persistent_halves_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, stride_dy, stride_dx,
-                                         HALF: tl.constexpr, NUM_STAGES: tl.constexpr):
+                                         HALF: tl.constexpr, NUM_STAGES: tl.constexpr, USE_PDL: tl.constexpr):
     """One row at a time in two column halves and two passes: pass 1 reads x and dy (kept in L2:
     ``evict_last``), adds dy·x·rstd to the dγ partial and forms Σγ·dy·x; pass 2 reads them again (L2 hits,
     ``evict_first``) to write dx. The two eviction hints also keep the compiler from merging the two reads
     into one value held across the passes, which is the register pressure this kernel exists to avoid."""
+    allow_dependent_launch(USE_PDL)
     pid = tl.program_id(0)
     lo = tl.arange(0, HALF)
     hi = HALF + lo
@@ -111,22 +113,24 @@ def persistent_launch(M: int, N: int, sm_count: int = 132) -> dict:
 
 
 def persistent_backward(dy2d, x2d, weight, rstd, *, sm_count: int | None = None, tile=None,
-                        per_sm: int | None = None, stages: int | None = None):
-    """``tile``, ``per_sm`` (k) and ``stages`` override the tuned choices (for tuning scripts)."""
+                        per_sm: int | None = None, stages: int | None = None, pdl: bool | None = None):
+    """``tile``, ``per_sm`` (k), ``stages`` and ``pdl`` (the column sum's dependent launch) override the
+    tuned choices (for tuning scripts)."""
     m, n = x2d.shape
     tile, _, programs = persistent_plan(m, n, sm_count or device_sm_count(x2d.device), tile, per_sm)
     stages = pipeline_stages(tile, x2d.element_size(), per_sm or tile.programs_per_sm, stages or tile.stages)
     dx = new_output(x2d.shape, x2d.dtype, x2d.device)
     partial = new_output((programs, n), torch.float32, x2d.device)
     args = (x2d, dy2d, weight, rstd, dx, partial, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0))
+    pdl = dependent_launch(x2d.device) if pdl is None else pdl
     if tile.column_halves:
         rmsnorm_bwd_persistent_halves_kernel[(programs,)](
-            *args, HALF=max(1, tile.block // 2), NUM_STAGES=stages, num_warps=tile.num_warps)
+            *args, HALF=max(1, tile.block // 2), NUM_STAGES=stages, USE_PDL=pdl, num_warps=tile.num_warps)
     else:
         rmsnorm_bwd_persistent_kernel[(programs,)](
             *args, ROWS=tile.rows, BLOCK=tile.block, NUM_STAGES=stages, RELOAD_W=tile.reload_weight,
-            num_warps=tile.num_warps)
-    return dx, column_sum(partial, weight.dtype)
+            USE_PDL=pdl, num_warps=tile.num_warps)
+    return dx, column_sum(partial, weight.dtype, pdl=pdl)
 
 
 @register(

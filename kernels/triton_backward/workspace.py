@@ -13,10 +13,10 @@ import triton.language as tl
 
 from kernels.poison import new_output
 from kernels.registry import register
-from kernels.triton_backward.column_sum import column_sum
+from kernels.triton_backward.column_sum import allow_dependent_launch, column_sum
 from kernels.triton_backward.dx import backward_tile, load_tile, pipeline_stages, rmsnorm_dw_tile, rmsnorm_dx_tile, store_dx
 from kernels.triton_backward.function import triton_rmsnorm_with
-from kernels.triton_mode import triton_unavailable_reason
+from kernels.triton_mode import dependent_launch, triton_unavailable_reason
 
 WORKSPACE_ROWS_PER_PROGRAM = {  # block → rows per program: best of 8…256 on the H200, bf16, 2026-12-02
     1024: 64, 2048: 128, 4096: 128, 8192: 128, 16384: 32, 32768: 16, 65536: 16,
@@ -30,7 +30,8 @@ MIN_TILES_PER_PROGRAM = 4
 @triton.jit
 def rmsnorm_bwd_workspace_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, stride_dy, stride_dx,
                                  TILES_PER_PROGRAM: tl.constexpr, ROWS: tl.constexpr, BLOCK: tl.constexpr,
-                                 NUM_STAGES: tl.constexpr):
+                                 NUM_STAGES: tl.constexpr, USE_PDL: tl.constexpr):
+    allow_dependent_launch(USE_PDL)
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     w = tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)
@@ -61,18 +62,19 @@ def workspace_launch(M: int, N: int, sm_count: int = 0) -> dict:
             "block": tile.block, "num_warps": tile.num_warps}
 
 
-def workspace_backward(dy2d, x2d, weight, rstd, *, tile=None, rows_per_program=None, stages=None):
+def workspace_backward(dy2d, x2d, weight, rstd, *, tile=None, rows_per_program=None, stages=None, pdl=None):
     m, n = x2d.shape
     tile, tiles_per_program, programs = workspace_plan(m, n, tile, rows_per_program)
     stages = pipeline_stages(tile, x2d.element_size(), tile.programs_per_sm, stages or tile.stages)
     dx = new_output(x2d.shape, x2d.dtype, x2d.device)
     partial = new_output((programs, n), torch.float32, x2d.device)
+    pdl = dependent_launch(x2d.device) if pdl is None else pdl
     rmsnorm_bwd_workspace_kernel[(programs,)](
         x2d, dy2d, weight, rstd, dx, partial, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0),
         TILES_PER_PROGRAM=tiles_per_program, ROWS=tile.rows, BLOCK=tile.block, NUM_STAGES=stages,
-        num_warps=tile.num_warps,
+        USE_PDL=pdl, num_warps=tile.num_warps,
     )
-    return dx, column_sum(partial, weight.dtype)
+    return dx, column_sum(partial, weight.dtype, pdl=pdl)
 
 
 @register(

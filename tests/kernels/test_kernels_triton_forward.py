@@ -8,12 +8,15 @@ from kernel_inputs import DTYPES, ODD_N, random_inputs
 from kernels.poison import poisoned_outputs
 from kernels.reference import relative_error, rmsnorm_reference, tolerance_for
 from kernels.triton_forward import (
+    CHUNKED_CONFIGS,
     MULTI_ROW_CONFIGS,
     ROW_CONFIGS,
+    prune_chunked_configs,
     prune_multi_row_configs,
     prune_row_configs,
     rmsnorm_forward,
     rmsnorm_fwd_row_kernel,
+    size_class,
 )
 
 
@@ -49,6 +52,28 @@ def test_forward_non_contiguous_input():
     check_forward(transposed, torch.randn(300))
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("n", [1000, 1024, 3000, 20000])
+def test_chunked_two_pass_forward(n, dtype):
+    """The chunked kernel (Σx² over CHUNK-wide pieces, then x read again to write y) at widths that are
+    one chunk, several chunks and several chunks plus a partial one."""
+    x, w, _ = random_inputs((5, n), dtype)
+    with poisoned_outputs():
+        y, _, rstd = rmsnorm_forward(x, w, 1e-6, kernel="chunked")
+    y_ref, rstd_ref = rmsnorm_reference(x, w, 1e-6)
+    assert relative_error(y, y_ref) <= tolerance_for(dtype)
+    assert relative_error(rstd, rstd_ref.reshape(-1)) <= 1e-6
+
+
+@pytest.mark.parametrize("n, chunks", [(16384, {1024, 2048, 4096}), (3000, {1024, 2048}), (1024, {1024})])
+def test_chunked_prune_keeps_chunks_narrower_than_the_row(n, chunks):
+    assert {c.kwargs["CHUNK"] for c in prune_chunked_configs(CHUNKED_CONFIGS, {"N": n})} == chunks
+
+
+def test_size_class_separates_the_swept_row_counts():
+    assert [size_class(m) for m in (1, 4096, 16384, 65536, 65535)] == [0, 6, 7, 8, 7]
+
+
 def test_poisoning_catches_an_unwritten_row():
     x, w, _ = random_inputs((6, 700), torch.float32)
     with poisoned_outputs():
@@ -56,7 +81,7 @@ def test_poisoning_catches_an_unwritten_row():
 
         y = new_output((6, 700), torch.float32, "cpu")
         rstd = new_output((6,), torch.float32, "cpu")
-    rmsnorm_fwd_row_kernel[(5,)](x, w, y, rstd, x.stride(0), y.stride(0), 700, 1e-6, BLOCK=1024)  # one row short
+    rmsnorm_fwd_row_kernel[(5,)](x, w, y, rstd, x.stride(0), y.stride(0), 700, 1e-6, 0, BLOCK=1024)  # one row short
     y_ref, _ = rmsnorm_reference(x, w)
     assert relative_error(y[:5], y_ref[:5]) < 1e-6
     assert relative_error(y, y_ref) == float("inf")
