@@ -34,10 +34,11 @@ from kernels.validation import MAX_N, validate_rmsnorm_inputs
 
 ROW_BLOCKS = tuple(2**p for p in range(9, 17))  # 512 … 65536
 ROW_WARPS = (4, 8, 16)
-MULTI_ROW_TILES = (2048, 4096, 8192, 16384)  # elements per program (ROWS × BLOCK)
-MULTI_ROW_WARPS = (4, 8)
+MULTI_ROW_TILES = (1024, 2048, 4096, 8192, 16384)  # elements per program (ROWS × BLOCK)
+MULTI_ROW_WARPS = (1, 2, 4, 8)
+MULTI_ROW_PER_THREAD = (4, 64)  # elements per thread a multi-row config may give (fewer: idle lanes; more: spills)
 CHUNKS = (1024, 2048, 4096)
-CHUNK_WARPS = (4, 8)
+CHUNK_WARPS = (4, 8, 16)
 
 
 def next_power_of_two(n: int) -> int:
@@ -68,9 +69,12 @@ def prune_chunked_configs(configs, named_args, **kwargs):
 
 
 def prune_multi_row_configs(configs, named_args, **kwargs):
-    """Keep the multi-row tiles that hold at least one whole row of BLOCK = next power of two ≥ N."""
+    """Keep the multi-row tiles that hold at least one whole row of BLOCK = next power of two ≥ N, and give
+    each thread 4…64 elements."""
     block = kwargs.get("BLOCK") or named_args.get("BLOCK") or next_power_of_two(named_args["N"])
-    kept = [c for c in configs if c.kwargs["ROWS"] * block in MULTI_ROW_TILES]
+    low, high = MULTI_ROW_PER_THREAD
+    kept = [c for c in configs if c.kwargs["ROWS"] * block in MULTI_ROW_TILES
+            and low <= c.kwargs["ROWS"] * block // (32 * c.num_warps) <= high]
     return kept or [configs[0]]
 
 
@@ -173,11 +177,12 @@ def as_rows(x: torch.Tensor) -> torch.Tensor:
 
 FORWARD_PLAN = {
     # block: "one-row" | "multi-row" | "chunked" (autotuned) | (rows, num_warps, programs_per_sm, stages) for the
-    # persistent kernel. Measured on the H200, bf16, 2026-12-02 (bench/NOTES.md).
+    # persistent kernel. Measured on the H200, bf16, 2026-12-02, all three beside each other at M 4096 …
+    # 65536 (bench/NOTES.md, "third device session"): chunked wins at 2048 … 8192, one-row at ≥ 16384.
     **{b: "multi-row" for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)},
-    2048: "one-row",
-    4096: "multi-row",
-    8192: "multi-row",
+    2048: "chunked",
+    4096: "chunked",
+    8192: "chunked",
     **{b: "one-row" for b in ROW_BLOCKS[ROW_BLOCKS.index(16384):]},
 }
 

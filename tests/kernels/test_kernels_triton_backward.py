@@ -94,6 +94,17 @@ def test_launch_grids_cover_every_row(m, n):
     assert p["programs"] <= m  # never a program with no row (its partial row would be left unwritten)
 
 
+@pytest.mark.parametrize("m,n", [(4096, 8192), (4096, 512), (16384, 4096), (65536, 1024)])
+def test_workspace_grid_fills_the_device_at_few_rows(m, n):
+    """At least 2 programs per SM wherever the rows allow it (4096 × 8192 was 32 programs before); a
+    program still gets 4 tiles, so the loads can be pipelined."""
+    from kernels.triton_backward.dx import backward_tile
+
+    ws = workspace_launch(m, n, 132)
+    assert ws["programs"] >= min(2 * 132, m // (4 * backward_tile(n).rows))
+    assert ws["programs"] * ws["rows_per_program"] >= m
+
+
 def test_pipeline_depth_fits_shared_memory():
     from kernels.triton_backward.dx import SHARED_MEMORY_BUDGET, backward_tile, pipeline_stages
 

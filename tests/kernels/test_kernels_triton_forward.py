@@ -112,6 +112,7 @@ def test_multi_row_prune_keeps_whole_rows():
         kept = prune_multi_row_configs(MULTI_ROW_CONFIGS, {"N": n}, BLOCK=block)
         assert kept and all(c.kwargs["ROWS"] * block >= block for c in kept)
         assert all(c.kwargs["ROWS"] * block <= 16384 for c in kept)
+        assert all(4 <= c.kwargs["ROWS"] * block // (32 * c.num_warps) <= 64 for c in kept)
 
 
 @pytest.mark.parametrize("n", [1, 100, 1000, 4097])
@@ -127,7 +128,7 @@ def test_persistent_forward_matches_reference(n, plan):
 
 def test_every_forward_kernel_choice_gives_the_same_answer():
     x, w, _ = random_inputs((40, 300), torch.float32)
-    outs = [rmsnorm_forward(x, w, 1e-6, kernel=k)[0] for k in ("one-row", "multi-row", "persistent")]
+    outs = [rmsnorm_forward(x, w, 1e-6, kernel=k)[0] for k in ("one-row", "multi-row", "chunked", "persistent")]
     y_ref, _ = rmsnorm_reference(x, w)
     for y in outs:
         assert relative_error(y, y_ref) <= 1e-6
