@@ -1,6 +1,6 @@
 """Issue 7's targets, checked against a committed result file (prints one line per shape and target).
 
-    python bench/check_targets.py results/nvidia-h200-2026-12-02.json
+    python bench/check_targets.py results/nvidia-h200-2026-12-02.json   (v4; v3: results/archive/)
 
 Targets (bf16 and fp16): forward `triton` ≥ 95 % of the copy ceiling where M·N ≥ 32M and 1024 ≤ N ≤ 16384, and never
 below the best peer; backward `triton-persistent` ≥ 85 % there and ≥ the best peer everywhere, ≥ 2× `triton-atomic` at

@@ -420,7 +420,7 @@ def main(argv=None) -> int:
 
 def final(args) -> int:
     """Short confirmation of the tuned defaults: correctness at the wide-row and odd shapes (fp32, bf16),
-    the issue shapes timed (ours + F.rms_norm), the wide-row partial in memory vs in registers, and a
+    the issue shapes timed (ours + F.rms_norm), the wide-row γ held vs reloaded per row, and a
     same-size copy per shape (the ceiling a kernel of that many bytes can reach)."""
     from kernels.check import format_check_table, run_check
 
@@ -454,11 +454,10 @@ def final(args) -> int:
             from dataclasses import replace as dc_replace
 
             for flag in (False, True):
-                tile = dc_replace(backward_tile(n), partial_in_memory=flag)
+                tile = dc_replace(backward_tile(n), reload_weight=flag)
                 ms = bench_bwd_direct(persistent.persistent_backward, sets, w, args.dry, tile=tile)
-                row[f"bwd:persistent[partial in {'memory' if flag else 'registers'}]"] = \
-                    bwd_bytes(m, n, s) / (ms * 1e-3) / 1e9
-                verify(f"partial_in_memory={flag}",
+                row[f"bwd:persistent[γ {'reloaded' if flag else 'held'}]"] = bwd_bytes(m, n, s) / (ms * 1e-3) / 1e9
+                verify(f"reload_weight={flag}",
                        lambda x, w_, dy, tile=tile: persistent.persistent_backward(
                            dy, rmsnorm_forward(x, w_, 1e-6)[1], w_, rmsnorm_forward(x, w_, 1e-6)[2], tile=tile),
                        300, n, device, print)

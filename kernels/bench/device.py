@@ -166,7 +166,11 @@ def versions() -> dict[str, Optional[str]]:
 
 
 def git_commit() -> Optional[str]:
-    """``git rev-parse HEAD`` of the checkout this package runs from, else env ``GIT_COMMIT``, else None."""
+    """Env ``GIT_COMMIT`` when set (a copied tree's own ``.git`` can name another commit than the files it
+    holds: the lent GPU's copy reported the session's first commit), else ``git rev-parse HEAD`` of the
+    checkout this package runs from, else None."""
+    if os.environ.get("GIT_COMMIT"):
+        return os.environ["GIT_COMMIT"]
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=PACKAGE_ROOT, capture_output=True, text=True, timeout=5, check=False
@@ -175,7 +179,7 @@ def git_commit() -> Optional[str]:
             return out.stdout.strip()
     except (OSError, subprocess.SubprocessError):
         pass
-    return os.environ.get("GIT_COMMIT") or None
+    return None
 
 
 def git_dirty() -> Optional[bool]:

@@ -109,3 +109,14 @@ def test_row_rejects_unknown_status_and_mode():
         ResultRow.model_validate({**base, "status": "great", "mode": "cpu"})
     with pytest.raises(ValidationError):
         ResultRow.model_validate({**base, "status": "ok", "mode": "abacus"})
+
+
+def test_git_commit_prefers_the_environment(monkeypatch):
+    """A copied tree's .git can name another commit than its files; an explicit GIT_COMMIT wins."""
+    from kernels.bench import device
+
+    monkeypatch.setenv("GIT_COMMIT", "f" * 40)
+    assert device.git_commit() == "f" * 40
+    monkeypatch.delenv("GIT_COMMIT")
+    here = device.git_commit()
+    assert here is None or len(here) == 40
