@@ -81,6 +81,8 @@ class RunListing(BaseModel):
     rows: int
     complete: bool
     source: Literal["live", "import"]
+    timing: Optional[str] = Field(None, description='how its rows were timed: "events" or "cuda-graph" (launch '
+                                  'overhead left out; not comparable with event timings)')
 
 
 class DeviceStatus(BaseModel):

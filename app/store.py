@@ -171,16 +171,19 @@ class Store:
     # -- reading ---------------------------------------------------------------------------------------------
 
     def list_runs(self) -> list[dict]:
-        """Newest first: ``{"run_id", "created_at", "device_name", "kind", "rows", "complete", "source"}``."""
+        """Newest first: ``{"run_id", "created_at", "device_name", "kind", "rows", "complete", "source",
+        "timing"}`` (timing: the first row's, "events" or "cuda-graph"; None for a run with no row yet)."""
         with self._connect() as db:
             found = db.execute(
                 "SELECT r.run_id, r.created_at, r.device_name, r.kind, r.complete, r.source,"
-                " (SELECT COUNT(*) FROM rows w WHERE w.run_id = r.run_id) AS n"
+                " (SELECT COUNT(*) FROM rows w WHERE w.run_id = r.run_id) AS n,"
+                " (SELECT w.row_json FROM rows w WHERE w.run_id = r.run_id LIMIT 1) AS first_row"
                 " FROM runs r ORDER BY r.created_at DESC, r.stored_at DESC"
             ).fetchall()
         return [
             {"run_id": r["run_id"], "created_at": r["created_at"], "device_name": r["device_name"], "kind": r["kind"],
-             "rows": r["n"], "complete": bool(r["complete"]), "source": r["source"]}
+             "rows": r["n"], "complete": bool(r["complete"]), "source": r["source"],
+             "timing": json.loads(r["first_row"]).get("timing") if r["first_row"] else None}
             for r in found
         ]
 

@@ -55,7 +55,8 @@ export class History {
       pick.setAttribute("aria-label", `select run ${run.device_name} ${when(run.created_at)} for overlay`);
       pick.addEventListener("change", () => this._updateOverlayButton());
       const cells = [
-        pick, when(run.created_at), run.device_name ?? "?", run.kind ?? "?", String(run.rows ?? "?"),
+        pick, when(run.created_at), run.device_name ?? "?",
+        (run.kind ?? "?") + (run.timing === "cuda-graph" ? " · CUDA-graph timings" : ""), String(run.rows ?? "?"),
         run.complete === false ? "incomplete" : "complete", run.source === "import" ? "imported file" : run.source ?? "live",
       ];
       for (const c of cells) {

@@ -183,6 +183,15 @@ def test_import_a_result_file(client, finished_run, results_dir):
     assert again.json()["imported"] is False  # idempotent by run id
     listed = {r["run_id"]: r for r in client.get("/api/runs").json()}
     assert listed["imported-h200-example"]["source"] == "import"
+    assert listed["imported-h200-example"]["timing"] == document["rows"][0]["timing"]
+    graphs = json.loads(json.dumps(document))
+    graphs["run"]["run_id"] = "imported-cuda-graph"
+    for row in graphs["rows"]:
+        row.update(run_id="imported-cuda-graph", timing="cuda-graph")
+    assert client.post("/api/runs/import", json=graphs).status_code == 200
+    listed = {r["run_id"]: r for r in client.get("/api/runs").json()}
+    assert listed["imported-cuda-graph"]["timing"] == "cuda-graph"  # the History table labels it
+    assert client.delete("/api/runs/imported-cuda-graph").status_code in (200, 204)
     assert client.get("/api/runs/imported-h200-example").json()["rows"] == document["rows"]
     # the same file dropped into results/ is imported at the next start (see test_restart_keeps_runs)
     document["run"]["run_id"] = "from-results-dir"

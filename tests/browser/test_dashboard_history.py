@@ -135,6 +135,8 @@ def test_committed_results_are_listed_and_open(make_page, shot):
         row = page.locator(f'#history-table tbody tr[data-run-id="{doc["run"]["run_id"]}"]')
         assert row.count() == 1, doc["run"]["run_id"]
         assert "imported file" in row.inner_text()
+        graphs = doc["rows"][0].get("timing") == "cuda-graph"
+        assert ("CUDA-graph timings" in row.inner_text()) == graphs  # a graph-timed run is never mistaken
     doc = max(docs, key=lambda d: len(d["rows"]))
     page.locator(f'#history-table tbody tr[data-run-id="{doc["run"]["run_id"]}"] button.open').click()
     # The charts open at the first dtype and the largest M (test_dashboard_chart_filters covers the filters).
