@@ -217,7 +217,16 @@ _CHOSEN_CONFIGS: dict = {}
 """(kernel, N, BLOCK, dtypes, device) → the autotuner's choice, launched directly from the second call on."""
 
 
-def _launch_tuned(tuned, raw, grid, key, args, **constants):
+def _launch_tuned(kind, tuned, raw, grid, args, n, m, **constants):
+    """Launch ``raw`` with the autotuner's choice for (kind, N, size class of M, BLOCK, dtypes, device): the
+    first call runs the autotuner (``tuned``), later ones launch its choice directly. Under the interpreter
+    the autotuner would time every config on the CPU, so the first config its prune hook keeps is used."""
+    if interpreting():
+        prune = tuned.early_config_prune
+        config = prune(tuned.configs, {"N": n}, **constants)[0]
+        raw[grid(config.kwargs)](*args, **constants, **config.kwargs)
+        return
+    key = (kind, n, size_class(m), constants.get("BLOCK"), args[0].dtype, args[1].dtype, args[0].device)
     config = _CHOSEN_CONFIGS.get(key)
     if config is None:
         tuned[grid](*args, **constants)
@@ -259,31 +268,12 @@ def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *,
             NUM_STAGES=_persistent_stages(rows, block, x2d.element_size(), per_sm, stages), num_warps=num_warps,
         )
     elif kind == "multi-row":
-        if interpreting():
-            rows = max(1, 4096 // block)
-            rmsnorm_fwd_rows_kernel[(-(-m // rows),)](
-                *args, m, x2d.stride(0), y2d.stride(0), n, eps, size_class(m), BLOCK=block, ROWS=rows
-            )
-        else:
-            key = ("multi-row", n, block, size_class(m), x.dtype, w.dtype, x.device)
-            _launch_tuned(rmsnorm_fwd_rows_tuned, rmsnorm_fwd_rows_kernel, lambda meta: (-(-m // meta["ROWS"]),),
-                          key, (*args, m, x2d.stride(0), y2d.stride(0), n, eps, size_class(m)), BLOCK=block)
+        _launch_tuned(kind, rmsnorm_fwd_rows_tuned, rmsnorm_fwd_rows_kernel, lambda meta: (-(-m // meta["ROWS"]),),
+                      (*args, m, x2d.stride(0), y2d.stride(0), n, eps, size_class(m)), n, m, BLOCK=block)
     elif kind == "chunked":
-        if interpreting():
-            config = prune_chunked_configs(CHUNKED_CONFIGS, {"N": n})[0]
-            rmsnorm_fwd_chunked_kernel[(m,)](*args, x2d.stride(0), y2d.stride(0), n, eps, size_class(m),
-                                             CHUNK=config.kwargs["CHUNK"])
-        else:
-            key = ("chunked", n, size_class(m), x.dtype, w.dtype, x.device)
-            _launch_tuned(rmsnorm_fwd_chunked_tuned, rmsnorm_fwd_chunked_kernel, lambda meta: (m,),
-                          key, (*args, x2d.stride(0), y2d.stride(0), n, eps, size_class(m)))
+        _launch_tuned(kind, rmsnorm_fwd_chunked_tuned, rmsnorm_fwd_chunked_kernel, lambda meta: (m,),
+                      (*args, x2d.stride(0), y2d.stride(0), n, eps, size_class(m)), n, m)
     else:
-        if interpreting():
-            config = prune_row_configs(ROW_CONFIGS, {"N": n})[0]
-            rmsnorm_fwd_row_kernel[(m,)](*args, x2d.stride(0), y2d.stride(0), n, eps, size_class(m),
-                                         BLOCK=config.kwargs["BLOCK"])
-        else:
-            key = ("one-row", n, size_class(m), x.dtype, w.dtype, x.device)
-            _launch_tuned(rmsnorm_fwd_row_tuned, rmsnorm_fwd_row_kernel, lambda meta: (m,),
-                          key, (*args, x2d.stride(0), y2d.stride(0), n, eps, size_class(m)))
+        _launch_tuned("one-row", rmsnorm_fwd_row_tuned, rmsnorm_fwd_row_kernel, lambda meta: (m,),
+                      (*args, x2d.stride(0), y2d.stride(0), n, eps, size_class(m)), n, m)
     return y2d.view(x.shape), x2d, rstd
