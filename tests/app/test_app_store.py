@@ -25,7 +25,8 @@ def test_live_run_round_trip(tmp_path):
     document = store.get_run("r1")
     assert document["run"] == HEADER and [r["impl"] for r in document["rows"]] == ["eager", "triton"]
     assert store.list_runs() == [{"run_id": "r1", "created_at": HEADER["created_at"], "device_name": "Some CPU",
-                                  "kind": "cpu", "rows": 2, "complete": True, "source": "live"}]
+                                  "kind": "cpu", "rows": 2, "complete": True, "source": "live",
+                                  "timing": document["rows"][0].get("timing")}]
     table = list(csv.DictReader(io.StringIO(store.export_csv("r1"))))
     assert [t["launch.programs"] for t in table] == ["", "264"] and "launch" not in table[0]
     assert [float(t["median_us"]) for t in table] == [1.5, 2.5] and table[0]["device.label"] == "cpu:0"
