@@ -91,10 +91,18 @@ def install_interpreter_numpy_fix() -> None:
 install_interpreter_numpy_fix()
 
 
+@functools.lru_cache(maxsize=None)
+def _cuda_capability_major(index: int) -> int:
+    import torch
+
+    return torch.cuda.get_device_capability(index)[0]
+
+
 def dependent_launch(device) -> bool:
     """Whether a follow-up kernel on ``device`` may be launched with programmatic dependent launch (PDL:
     it starts as the kernel before it drains and waits in ``gdc_wait`` for that kernel's writes): native
-    CUDA on compute capability ≥ 9.0 (Hopper), unless ``RMSNORM_PDL=0``."""
+    CUDA on compute capability ≥ 9.0 (Hopper), unless ``RMSNORM_PDL=0``. Asked on every backward call, so
+    the capability is looked up once per device, like `sm_count`'s."""
     import os
 
     import torch
@@ -102,4 +110,6 @@ def dependent_launch(device) -> bool:
     if interpreting() or os.environ.get("RMSNORM_PDL", "1") == "0":
         return False
     device = torch.device(device)
-    return device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 9
+    if device.type != "cuda":
+        return False
+    return _cuda_capability_major(device.index if device.index is not None else torch.cuda.current_device()) >= 9

@@ -142,3 +142,18 @@ def test_persistent_wide_row_variants(variant, shape):
         b = run_backward(persistent_backward, x, w, dy, sm_count=sm_count, tile=tile)
         assert_backward_correct(*a, x, w, dy)
         assert torch.equal(a[1], b[1])
+
+
+def test_dependent_launch_only_on_hopper_cuda(monkeypatch):
+    """PDL is asked for on every backward call: CUDA at capability ≥ 9 only, never under the interpreter, on
+    the CPU, or with RMSNORM_PDL=0."""
+    from kernels import triton_mode
+
+    assert triton_mode.dependent_launch("cpu") is False  # the interpreter (or a CPU tensor) here
+    monkeypatch.setattr(triton_mode, "interpreting", lambda: False)
+    monkeypatch.setattr(triton_mode, "_cuda_capability_major", lambda index: {0: 9, 1: 8}[index])
+    assert triton_mode.dependent_launch("cpu") is False
+    assert triton_mode.dependent_launch("cuda:0") is True
+    assert triton_mode.dependent_launch("cuda:1") is False
+    monkeypatch.setenv("RMSNORM_PDL", "0")
+    assert triton_mode.dependent_launch("cuda:0") is False
