@@ -37,7 +37,7 @@ from kernels.registry import REGISTRY, load_all  # noqa: E402
 from kernels.triton_backward import persistent  # noqa: E402
 from kernels.triton_backward.column_sum import column_sum  # noqa: E402
 from kernels.triton_backward.dx import backward_tile  # noqa: E402
-from kernels.triton_forward import rmsnorm_forward, rmsnorm_fwd_rows_kernel, next_power_of_two  # noqa: E402
+from kernels.triton_forward import next_power_of_two, rmsnorm_forward, rmsnorm_fwd_rows_kernel, size_class  # noqa: E402
 
 OUT = os.environ.get("OUT", "/tmp/probe-out")
 
@@ -112,6 +112,11 @@ def main(argv=None) -> int:
     def gbps(bytes_, ms):
         return bytes_ / (ms * 1e-3) / 1e9
 
+    def show(row):
+        """One result row as it comes: GB/s with % of the ceiling, other values as they are."""
+        print(json.dumps({k: (f"{v:.0f} ({100 * v / ceiling:.0f}%)" if isinstance(v, float) else v)
+                          for k, v in row.items()}), flush=True)
+
     # 1. wide rows
     if "wide" not in skip:
         n = 16384 if not dry else 64
@@ -136,8 +141,7 @@ def main(argv=None) -> int:
                 except Exception as exc:
                     row[f"autograd {name}"] = repr(exc)[:200]
             report["wide"].append(row)
-            print(json.dumps({k: (f"{v:.0f} ({100 * v / ceiling:.0f}%)" if isinstance(v, float) else v)
-                              for k, v in row.items()}), flush=True)
+            show(row)
             del sets
             save()
         report["kernels"] = tk.kernel_reports()
@@ -200,13 +204,14 @@ def main(argv=None) -> int:
                     def run(rows=rows, warps=warps):
                         x, _ = nxt()
                         rmsnorm_fwd_rows_kernel[(-(-m // rows),)](x, w, y, rstd, m, x.stride(0), y.stride(0), n, 1e-6,
+                                                                   size_class(m),
                                                                    BLOCK=block, ROWS=rows, num_warps=warps)
                     try:
                         row[f"rows{rows} {warps}w"] = gbps(tk.fwd_bytes(m, n, s), tk.time_ms(run, dry))
                     except Exception as exc:
                         row[f"rows{rows} {warps}w"] = repr(exc)[:120]
             report["fwd"].append(row)
-            print(json.dumps({k: (f"{v:.0f}" if isinstance(v, float) else v) for k, v in row.items()}), flush=True)
+            show(row)
             del sets
             save()
 
@@ -243,8 +248,7 @@ def main(argv=None) -> int:
                     except Exception as exc:
                         row[f"{name} pdl={pdl}"] = repr(exc)[:200]
             report["pdl"].append(row)
-            print(json.dumps({k: (f"{v:.0f} ({100 * v / ceiling:.0f}%)" if isinstance(v, float) else v)
-                              for k, v in row.items()}), flush=True)
+            show(row)
             del sets
             save()
 
@@ -269,8 +273,7 @@ def main(argv=None) -> int:
                     except Exception as exc:
                         row[name] = repr(exc)[:80]
                 report["fwd_kinds"].append(row)
-                print(json.dumps({k: (f"{v:.0f} ({100 * v / ceiling:.0f}%)" if isinstance(v, float) else v)
-                                  for k, v in row.items()}), flush=True)
+                show(row)
                 del sets
                 save()
         from kernels.triton_forward import _CHOSEN_CONFIGS
