@@ -4,7 +4,7 @@ Triton compiles to a cubin for a named target on any machine (its wheel carries 
 register pressure of a tile choice can be checked here, in CI, before a device call: this is how the wide-row
 backward's spills (128 registers + 72 B of stack at 16384 × 16 warps) were found and removed.
 
-    python -m kernels.compiler_report            # every tuned backward tile and the forward kernels, sm_90
+    python -m kernels.compiler_report            # the persistent backward at every tuned tile, sm_90
 """
 
 from __future__ import annotations

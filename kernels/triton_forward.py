@@ -18,8 +18,9 @@ implementation is `kernels/triton_rmsnorm.py`):
 
 The autotuners key on N and the size class of M (`size_class`: the best tile for 4096 rows is not the
 best for 65536). Each runs once per (N, size class, dtypes, device); later calls launch its choice
-directly (its per-call bookkeeping is host time every call would pay). Under Triton's interpreter the autotuner is bypassed (it
-would time every config on the CPU): the first config the prune hook keeps is launched directly.
+directly (its per-call bookkeeping is host time every call would pay). Under Triton's interpreter the
+autotuner is bypassed (it would time every config on the CPU): the first config the prune hook keeps is
+launched directly.
 """
 
 from __future__ import annotations
