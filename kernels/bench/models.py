@@ -44,7 +44,8 @@ DTYPE_ALIASES = {
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 
 Pass = Literal["fwd", "bwd"]
-Status = Literal["ok", "skipped", "error"]
+Status = Literal["ok", "skipped", "error", "wrong"]
+"""``wrong``: timed, but the correctness gate found the output off the fp64 reference (never ranked best)."""
 Mode = Literal["cuda", "cpu", "interpreter"]
 
 _DEVICE_RE = re.compile(r"^(auto|cpu|cuda(:\d{1,3})?)$")
@@ -118,6 +119,14 @@ class Sweep(AliasModel):
     triton_interpreter: bool = Field(
         default=False, description="on CPU, run Triton kernels under the Triton interpreter (interpreter timings)"
     )
+    preset: Optional[str] = Field(
+        default=None, max_length=32,
+        description="a named shape preset (GET /api/presets), e.g. \"models\": its M and N replace the defaults; "
+        "M/N given explicitly still win")
+    verify: bool = Field(default=True, description="check every case against the fp64 reference before timing it")
+    profile: bool = Field(default=False, description="record each case's kernels (torch.profiler) with their times")
+    baseline: str = Field(default="torch-native", max_length=64,
+                          description="the implementation the summary's per-shape speedups are relative to")
 
     @field_validator("implementations")
     @classmethod
@@ -236,7 +245,8 @@ class RunHeader(AliasModel):
 
 
 class ResultRow(AliasModel):
-    """One case's result. Times are null unless ``status == "ok"``; ``reason`` says why otherwise."""
+    """One case's result. Times are null unless ``status`` is ``"ok"`` or ``"wrong"`` (timed, but failed the
+    correctness gate); ``reason`` says why otherwise."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
@@ -263,6 +273,14 @@ class ResultRow(AliasModel):
     launch: Optional[dict[str, Any]] = None
     started_at: float
     ended_at: float
+    verified: Optional[bool] = Field(
+        default=None, description="true: matched the fp64 reference on this case's inputs; false: did not (status "
+        "wrong); null: not checked (older files, skipped/error rows, verify off)")
+    max_rel_err: Optional[float] = Field(default=None, ge=0, description="largest relative error of y (dx, dγ) found")
+    tolerance: Optional[float] = Field(default=None, ge=0, description="the relative error the check allowed")
+    profile: Optional[dict[str, Any]] = Field(
+        default=None, description='kernel breakdown when the sweep asked for it: {"source": "cuda"|"cpu", '
+        '"kernels": [{"name", "median_us", "calls"}], "kernel_us", "host_us", "gap_us"}')
 
     def case(self) -> Case:
         return Case(impl=self.impl, pass_=self.pass_, dtype=self.dtype, M=self.M, N=self.N)

@@ -2,7 +2,8 @@
 
 The same dict ends a result file (``"summary"``), the stream (the ``summary`` line adds ``type`` and
 ``run_id``) and the CLI's table. ``best`` is keyed ``"<pass>/<dtype>/<M>x<N>"``, e.g. ``"bwd/bfloat16/16384x4096"``,
-each value ``{"impl", "GBps", "pct_of_ceiling", "median_us"}``; only ``ok`` rows compete.
+each value ``{"impl", "GBps", "pct_of_ceiling", "median_us"}``; only ``ok`` rows compete (a ``wrong`` row,
+timed but off the reference, never does).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def shape_key(pass_: str, dtype: str, M: int, N: int) -> str:
 
 
 def summarize(rows: Iterable[Row], complete: bool = True) -> dict[str, Any]:
-    counts = {"ok": 0, "skipped": 0, "error": 0}
+    counts = {"ok": 0, "skipped": 0, "error": 0, "wrong": 0}
     best: dict[str, dict[str, Any]] = {}
     total = 0
     for raw in rows:
