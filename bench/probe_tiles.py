@@ -37,6 +37,7 @@ from kernels.registry import REGISTRY, load_all  # noqa: E402
 from kernels.triton_backward import persistent  # noqa: E402
 from kernels.triton_backward.column_sum import column_sum  # noqa: E402
 from kernels.triton_backward.dx import backward_tile  # noqa: E402
+from kernels.segments import Segments  # noqa: E402
 from kernels.triton_forward import next_power_of_two, rmsnorm_forward, rmsnorm_fwd_rows_kernel, size_class  # noqa: E402
 
 OUT = os.environ.get("OUT", "/tmp/probe-out")
@@ -204,8 +205,8 @@ def main(argv=None) -> int:
                     def run(rows=rows, warps=warps):
                         x, _ = nxt()
                         rmsnorm_fwd_rows_kernel[(-(-m // rows),)](x, w, y, rstd, m, x.stride(0), y.stride(0), n, 1e-6,
-                                                                   size_class(m),
-                                                                   BLOCK=block, ROWS=rows, num_warps=warps)
+                                                                   size_class(m), ROWS=rows, num_warps=warps,
+                                                                   **Segments(block, 0, 0, n).constants())
                     try:
                         row[f"rows{rows} {warps}w"] = gbps(tk.fwd_bytes(m, n, s), tk.time_ms(run, dry))
                     except Exception as exc:

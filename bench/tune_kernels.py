@@ -164,10 +164,10 @@ def bench_bwd_direct(strategy, sets, w, dry, **kwargs):
 def kernel_reports():
     """Registers / spills of every compiled variant of our kernels (what ptxas made of them)."""
     from kernels.triton_backward.column_sum import column_sum_kernel
-    from kernels.triton_forward import rmsnorm_fwd_row_kernel, rmsnorm_fwd_rows_kernel
+    from kernels.triton_forward import rmsnorm_fwd_chunked_kernel, rmsnorm_fwd_rows_kernel
 
     out = []
-    for fn in (rmsnorm_fwd_row_kernel, rmsnorm_fwd_rows_kernel, atomic.rmsnorm_bwd_atomic_kernel,
+    for fn in (rmsnorm_fwd_rows_kernel, rmsnorm_fwd_chunked_kernel, atomic.rmsnorm_bwd_atomic_kernel,
                workspace.rmsnorm_bwd_workspace_kernel, persistent.rmsnorm_bwd_persistent_kernel, column_sum_kernel):
         for caches in getattr(fn, "device_caches", {}).values():
             for key, compiled in caches[0].items():

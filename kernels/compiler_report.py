@@ -4,7 +4,7 @@ Triton compiles to a cubin for a named target on any machine (its wheel carries 
 register pressure of a tile choice can be checked here, in CI, before a device call: this is how the wide-row
 backward's spills (128 registers + 72 B of stack at 16384 × 16 warps) were found and removed.
 
-    python -m kernels.compiler_report            # the persistent backward at every tuned tile, sm_90
+    python -m kernels.compiler_report            # the persistent backward at every tuned tile and model width, sm_90
 """
 
 from __future__ import annotations
@@ -65,20 +65,23 @@ def persistent_backward_resources(n: int, tile=None) -> Resources:
                                   {"HALF": tile.block // 2, "NUM_STAGES": stages, "USE_PDL": True}, tile.num_warps,
                                   stages)
     return compiled_resources(rmsnorm_bwd_persistent_kernel, BACKWARD_SIGNATURE,
-                              {"ROWS": tile.rows, "BLOCK": tile.block, "NUM_STAGES": stages,
-                               "RELOAD_W": tile.reload_weight, "USE_PDL": True}, tile.num_warps, stages)
+                              {"ROWS": tile.rows, "NUM_STAGES": stages, "RELOAD_W": tile.reload_weight,
+                               "USE_PDL": True, **tile.segments(n).constants()}, tile.num_warps, stages)
 
 
 def main() -> int:
+    from kernels.bench.presets import get_preset
     from kernels.triton_backward.dx import TUNED_BACKWARD, backward_tile
 
-    print(f"{'N':>6} {'rows':>4} {'warps':>5} {'k':>2} {'stages':>6} {'variant':<14} {'regs':>5} {'spill B':>8} {'smem B':>8}")
-    for block in sorted(TUNED_BACKWARD):
-        tile = backward_tile(block)
-        r = persistent_backward_resources(block)
+    print(f"{'N':>6} {'segments':<18} {'rows':>4} {'warps':>5} {'k':>2} {'stages':>6} {'variant':<14} {'regs':>5} "
+          f"{'spill B':>8} {'smem B':>8}")
+    for n in sorted(set(TUNED_BACKWARD) | set(get_preset("models")["N"])):
+        tile = backward_tile(n)
+        r = persistent_backward_resources(n)
         variant = "reload-weight" if tile.reload_weight else "column-halves" if tile.column_halves else "-"
-        print(f"{block:>6} {tile.rows:>4} {tile.num_warps:>5} {tile.programs_per_sm:>2} {tile.stages:>6} {variant:<14} "
-              f"{r.registers:>5} {r.spill_stack_bytes:>8} {r.shared_bytes:>8}")
+        segments = "+".join(map(str, tile.segments(n).widths))
+        print(f"{n:>6} {segments:<18} {tile.rows:>4} {tile.num_warps:>5} {tile.programs_per_sm:>2} {tile.stages:>6} "
+              f"{variant:<14} {r.registers:>5} {r.spill_stack_bytes:>8} {r.shared_bytes:>8}")
     return 0
 
 

@@ -1,20 +1,21 @@
 """The fused RMSNorm forward in Triton: x read once, fp32 accumulation, y in x's dtype, per-row fp32 rstd
 kept for the backward.
 
-Three kernels behind one entry point, `rmsnorm_forward`, dispatched by shape (the registry's ``triton``
-implementation is `kernels/triton_rmsnorm.py`):
+Three kernels behind one entry point, `rmsnorm_forward`, dispatched by row width (`forward_kind`; the
+registry's ``triton`` implementation is `kernels/triton_rmsnorm.py`):
 
-* ``rmsnorm_fwd_row_kernel``: one program per row, the row in one BLOCK (a power of two ≥ N), autotuned
-  over BLOCK × num_warps keyed on N; the prune hook `prune_row_configs` keeps only blocks that hold the row;
-* ``rmsnorm_fwd_rows_kernel``: several rows per program (a [ROWS, BLOCK] tile) for short rows
-  (per `FORWARD_PLAN`), where one row alone is too little work for a program;
+* ``rmsnorm_fwd_rows_kernel``: ROWS rows per program, each row held as up to three power-of-two segments
+  (`kernels.segments.row_segments`: 5120 = 4096 + 1024, no padded 8192-wide block). Two autotuners share it:
+  the one-row one (ROWS = 1) over num_warps, whose prune hook `prune_row_configs` keeps the warp counts that
+  give each thread enough of the row, and the multi-row one for short rows (ROWS × warps,
+  `prune_multi_row_configs`), where one row alone is too little work for a program;
 * ``rmsnorm_fwd_chunked_kernel``: one program per row in two passes over CHUNK-wide pieces (Σx² first,
-  the x loads kept in L2; then x read again, from L2, to write y), autotuned over CHUNK × num_warps: far
-  fewer registers per thread than a whole row, so more programs per SM (TorchInductor's looped reduction
-  does this for wide rows);
+  the x loads kept in L2; then x read again, from L2, to write y), autotuned over CHUNK × num_warps with the
+  chunks that pad the row least (`prune_chunked_configs`): far fewer registers per thread than a whole row,
+  so more programs per SM (TorchInductor's looped reduction does this for wide rows);
 * ``rmsnorm_fwd_persistent_kernel``: SM count × k programs striding over [ROWS, BLOCK] tiles, the next
-  tile's loads software-pipelined (``tl.range(..., num_stages)``) behind the current one's math; used
-  where `FORWARD_PLAN` says it measured faster.
+  tile's loads software-pipelined (``tl.range(..., num_stages)``) behind the current one's math; selectable
+  (``kernel="persistent"``), measured slower, not dispatched to.
 
 The autotuners key on N and the size class of M (`size_class`: the best tile for 4096 rows is not the
 best for 65536). Each runs once per (N, size class, dtypes, device); later calls launch its choice
@@ -30,31 +31,36 @@ import triton
 import triton.language as tl
 
 from kernels.poison import new_output
+from kernels.segments import Segments, load_segment, next_power_of_two, row_segments
 from kernels.triton_mode import interpreting, sm_count
 from kernels.validation import MAX_N, validate_rmsnorm_inputs
 
-ROW_BLOCKS = tuple(2**p for p in range(9, 17))  # 512 … 65536
-ROW_WARPS = (4, 8, 16)
-MULTI_ROW_TILES = (1024, 2048, 4096, 8192, 16384)  # elements per program (ROWS × BLOCK)
+ROW_WARPS = (4, 8, 16, 32)
+ROW_PER_THREAD = 4  # fewest elements per thread a one-row config may give (fewer: idle lanes)
+MULTI_ROW_ROWS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+MULTI_ROW_TILES = (1024, 2048, 4096, 8192, 16384)  # elements per program (ROWS × padded row)
 MULTI_ROW_WARPS = (1, 2, 4, 8)
 MULTI_ROW_PER_THREAD = (4, 64)  # elements per thread a multi-row config may give (fewer: idle lanes; more: spills)
-CHUNKS = (1024, 2048, 4096)
+CHUNKS = (256, 512, 1024, 2048, 4096)
 CHUNK_WARPS = (4, 8, 16)
+CHUNK_PADDING = 1 / 16
+"""A chunk size is tried only if ⌈N / chunk⌉ chunks overshoot N by at most this (or it overshoots least)."""
 
 
-def next_power_of_two(n: int) -> int:
-    return 1 << max(0, (int(n) - 1).bit_length())
+def padded_width(named_args, kwargs) -> int:
+    """The row as the kernel holds it: the sum of its segments (W0 + W1 + W2)."""
+    got = {**named_args, **kwargs}
+    if "W0" in got:
+        return int(got["W0"]) + int(got.get("W1", 0)) + int(got.get("W2", 0))
+    return row_segments(int(got["N"])).padded
 
 
 def prune_row_configs(configs, named_args, **kwargs):
-    """``early_config_prune`` hook: drop every config whose BLOCK is narrower than the row (it would leave
-    columns unnormalized), and every one wider than the narrowest that fits (masked-off lanes only)."""
-    n = int(named_args["N"])
-    fitting = [c for c in configs if c.kwargs["BLOCK"] >= n]
-    if not fitting:
-        raise ValueError(f"no forward config holds a row of N = {n} (widest block {max(ROW_BLOCKS)})")
-    narrowest = min(c.kwargs["BLOCK"] for c in fitting)
-    return [c for c in fitting if c.kwargs["BLOCK"] == narrowest]
+    """``early_config_prune`` hook of the one-row kernel: keep the warp counts that give every thread at least
+    ROW_PER_THREAD elements of the (segmented) row; the fewest warps if none does."""
+    width = padded_width(named_args, kwargs)
+    kept = [c for c in configs if width // (32 * c.num_warps) >= ROW_PER_THREAD]
+    return kept or [min(configs, key=lambda c: c.num_warps)]
 
 
 def size_class(m: int) -> int:
@@ -63,56 +69,67 @@ def size_class(m: int) -> int:
 
 
 def prune_chunked_configs(configs, named_args, **kwargs):
-    """Keep the chunks narrower than the row's block (a chunk as wide as the row is the one-row kernel)."""
-    block = next_power_of_two(named_args["N"])
-    kept = [c for c in configs if c.kwargs["CHUNK"] < block]
-    return kept or [c for c in configs if c.kwargs["CHUNK"] == min(CHUNKS)]
+    """Keep the chunks narrower than the row whose ⌈N / CHUNK⌉ chunks pad the row least (within CHUNK_PADDING
+    of N): 2560 = 5 × 512 or 10 × 256, not 3 × 1024."""
+    n = int(named_args["N"])
+    narrower = [c for c in configs if c.kwargs["CHUNK"] < n] or [c for c in configs if c.kwargs["CHUNK"] == min(CHUNKS)]
+    overshoot = {c.kwargs["CHUNK"]: -(-n // c.kwargs["CHUNK"]) * c.kwargs["CHUNK"] - n for c in narrower}
+    least = min(overshoot.values())
+    return [c for c in narrower if overshoot[c.kwargs["CHUNK"]] <= max(least, n * CHUNK_PADDING)]
 
 
 def prune_multi_row_configs(configs, named_args, **kwargs):
-    """Keep the multi-row tiles that hold at least one whole row of BLOCK = next power of two ≥ N, and give
-    each thread 4…64 elements."""
-    block = kwargs.get("BLOCK") or named_args.get("BLOCK") or next_power_of_two(named_args["N"])
+    """Keep the multi-row tiles of ROWS whole (segmented) rows that make one of MULTI_ROW_TILES and give each
+    thread 4…64 elements."""
+    width = next_power_of_two(padded_width(named_args, kwargs))
     low, high = MULTI_ROW_PER_THREAD
-    kept = [c for c in configs if c.kwargs["ROWS"] * block in MULTI_ROW_TILES
-            and low <= c.kwargs["ROWS"] * block // (32 * c.num_warps) <= high]
+    kept = [c for c in configs if c.kwargs["ROWS"] * width in MULTI_ROW_TILES
+            and low <= c.kwargs["ROWS"] * width // (32 * c.num_warps) <= high]
     return kept or [configs[0]]
 
 
-ROW_CONFIGS = [triton.Config({"BLOCK": b}, num_warps=w) for b in ROW_BLOCKS for w in ROW_WARPS]
+ROW_CONFIGS = [triton.Config({"ROWS": 1}, num_warps=w) for w in ROW_WARPS]
 CHUNKED_CONFIGS = [triton.Config({"CHUNK": c}, num_warps=w) for c in CHUNKS for w in CHUNK_WARPS]
-MULTI_ROW_CONFIGS = [
-    triton.Config({"ROWS": r}, num_warps=w) for r in (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) for w in MULTI_ROW_WARPS
-]
+MULTI_ROW_CONFIGS = [triton.Config({"ROWS": r}, num_warps=w) for r in MULTI_ROW_ROWS for w in MULTI_ROW_WARPS]
 
 
 @triton.jit
-def rmsnorm_fwd_row_kernel(X, W, Y, RSTD, stride_x, stride_y, N, eps, SIZE_CLASS, BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < N
-    x = tl.load(X + row * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
-    rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)
-    w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
-    tl.store(Y + row * stride_y + cols, (x * rstd * w).to(Y.dtype.element_ty), mask=mask)
-    tl.store(RSTD + row, rstd)
-
-
-@triton.jit
-def rmsnorm_fwd_rows_kernel(X, W, Y, RSTD, M, stride_x, stride_y, N, eps, SIZE_CLASS, BLOCK: tl.constexpr,
-                            ROWS: tl.constexpr):
-    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-    cols = tl.arange(0, BLOCK)
-    row_mask = rows < M
-    col_mask = cols < N
-    mask = row_mask[:, None] & col_mask[None, :]
-    rows64 = rows.to(tl.int64)
-    x = tl.load(X + rows64[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-    rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)
-    w = tl.load(W + cols, mask=col_mask, other=0.0).to(tl.float32)
+def normalize_row_segment(x, W, Y, rows, M, N, stride_y, rstd, OFF: tl.constexpr, W_: tl.constexpr,
+                          MASKED: tl.constexpr):
+    """Store y = x·rstd·γ for one segment of ``rows`` (x: its fp32 [ROWS, W_] values, still in registers)."""
+    cols = OFF + tl.arange(0, W_)
+    if MASKED:
+        w = tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)
+        mask = (rows < M)[:, None] & (cols < N)[None, :]
+    else:
+        w = tl.load(W + cols).to(tl.float32)
+        mask = (rows < M)[:, None]
     y = x * rstd[:, None] * w[None, :]
-    tl.store(Y + rows64[:, None] * stride_y + cols[None, :], y.to(Y.dtype.element_ty), mask=mask)
-    tl.store(RSTD + rows, rstd, mask=row_mask)
+    tl.store(Y + rows.to(tl.int64)[:, None] * stride_y + cols[None, :], y.to(Y.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def rmsnorm_fwd_rows_kernel(X, W, Y, RSTD, M, stride_x, stride_y, N, eps, SIZE_CLASS, ROWS: tl.constexpr,
+                            W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr, MASK0: tl.constexpr,
+                            MASK1: tl.constexpr, MASK2: tl.constexpr):
+    """ROWS rows per program (ROWS = 1: one row per program), each row as up to three power-of-two segments
+    (`kernels.widths.row_segments`), so no lane is spent on a padded block."""
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    x0 = load_segment(X, rows, M, N, stride_x, 0, W0, MASK0)
+    squares = tl.sum(x0 * x0, axis=1)
+    if W1 > 0:
+        x1 = load_segment(X, rows, M, N, stride_x, W0, W1, MASK1)
+        squares += tl.sum(x1 * x1, axis=1)
+    if W2 > 0:
+        x2 = load_segment(X, rows, M, N, stride_x, W0 + W1, W2, MASK2)
+        squares += tl.sum(x2 * x2, axis=1)
+    rstd = tl.rsqrt(squares / N + eps)
+    normalize_row_segment(x0, W, Y, rows, M, N, stride_y, rstd, 0, W0, MASK0)
+    if W1 > 0:
+        normalize_row_segment(x1, W, Y, rows, M, N, stride_y, rstd, W0, W1, MASK1)
+    if W2 > 0:
+        normalize_row_segment(x2, W, Y, rows, M, N, stride_y, rstd, W0 + W1, W2, MASK2)
+    tl.store(RSTD + rows, rstd, mask=rows < M)
 
 
 @triton.jit
@@ -156,10 +173,10 @@ def rmsnorm_fwd_persistent_kernel(X, W, Y, RSTD, M, stride_x, stride_y, N, eps,
 
 rmsnorm_fwd_row_tuned = triton.autotune(
     configs=ROW_CONFIGS, key=["N", "SIZE_CLASS"], prune_configs_by={"early_config_prune": prune_row_configs}
-)(rmsnorm_fwd_row_kernel)
+)(rmsnorm_fwd_rows_kernel)
 
 rmsnorm_fwd_rows_tuned = triton.autotune(
-    configs=MULTI_ROW_CONFIGS, key=["N", "BLOCK", "SIZE_CLASS"],
+    configs=MULTI_ROW_CONFIGS, key=["N", "SIZE_CLASS"],
     prune_configs_by={"early_config_prune": prune_multi_row_configs},
 )(rmsnorm_fwd_rows_kernel)
 
@@ -177,49 +194,47 @@ def as_rows(x: torch.Tensor) -> torch.Tensor:
 
 
 FORWARD_PLAN = {
-    # block: "one-row" | "multi-row" | "chunked" (autotuned) | (rows, num_warps, programs_per_sm, stages) for the
-    # persistent kernel. Measured on the H200, bf16, 2026-12-02, all three beside each other at M 4096 …
-    # 65536 (bench/NOTES.md, "third device session"): chunked wins at 2048 … 8192, one-row at ≥ 16384.
+    # power of two ≥ N: "one-row" | "multi-row" | "chunked" (autotuned) | (rows, num_warps, programs_per_sm,
+    # stages) for the persistent kernel. Measured on the H200, bf16, 2026-12-02, all three beside each other at
+    # M 4096 … 65536 (bench/NOTES.md, "third device session"): chunked wins at 2048 … 8192, one-row at ≥ 16384.
     **{b: "multi-row" for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)},
     2048: "chunked",
     4096: "chunked",
     8192: "chunked",
-    **{b: "one-row" for b in ROW_BLOCKS[ROW_BLOCKS.index(16384):]},
+    **{1 << p: "one-row" for p in range(14, 17)},
 }
+FORWARD_WIDTHS: dict = {}
+"""Exact row widths whose best kernel differs from their power of two's (FORWARD_PLAN's values)."""
 
 
 def forward_kind(n: int):
-    return FORWARD_PLAN[next_power_of_two(n)]
-
-
-def uses_multi_row(n: int) -> bool:
-    return forward_kind(n) == "multi-row"
+    return FORWARD_WIDTHS.get(int(n)) or FORWARD_PLAN[next_power_of_two(n)]
 
 
 def forward_launch(M: int, N: int, sm_count: int = 132) -> dict:
     """The forward's grid (as far as it is known before autotuning picks num_warps)."""
-    block = next_power_of_two(N)
+    width = row_segments(N).padded
     kind = forward_kind(N)
     if kind == "multi-row":
-        rows = max(1, 4096 // block)
-        return {"programs": -(-M // rows), "rows_per_program": rows, "partial_rows": 0, "block": block,
+        rows = max(1, 4096 // next_power_of_two(width))
+        return {"programs": -(-M // rows), "rows_per_program": rows, "partial_rows": 0, "block": width,
                 "kernel": "multi-row"}
     if kind in ("one-row", "chunked"):
-        return {"programs": M, "rows_per_program": 1, "partial_rows": 0, "block": max(block, ROW_BLOCKS[0]),
-                "kernel": kind}
+        return {"programs": M, "rows_per_program": 1, "partial_rows": 0, "block": width, "kernel": kind}
     rows, num_warps, per_sm, _ = kind
     tiles = -(-M // rows)
     programs = max(1, min(tiles, sm_count * per_sm))
     return {"programs": programs, "rows_per_program": -(-tiles // programs) * rows, "partial_rows": 0,
-            "block": block, "num_warps": num_warps, "kernel": "persistent"}
+            "block": next_power_of_two(N), "num_warps": num_warps, "kernel": "persistent"}
 
 
 _CHOSEN_CONFIGS: dict = {}
-"""(kernel, N, BLOCK, dtypes, device) → the autotuner's choice, launched directly from the second call on."""
+"""(kernel, N, size class, segments, dtypes, device) → the autotuner's choice, launched directly from the
+second call on."""
 
 
 def _launch_tuned(kind, tuned, raw, grid, args, n, m, **constants):
-    """Launch ``raw`` with the autotuner's choice for (kind, N, size class of M, BLOCK, dtypes, device): the
+    """Launch ``raw`` with the autotuner's choice for (kind, N, size class of M, segments, dtypes, device): the
     first call runs the autotuner (``tuned``), later ones launch its choice directly. Under the interpreter
     the autotuner would time every config on the CPU, so the first config its prune hook keeps is used."""
     if interpreting():
@@ -227,7 +242,7 @@ def _launch_tuned(kind, tuned, raw, grid, args, n, m, **constants):
         config = prune(tuned.configs, {"N": n}, **constants)[0]
         raw[grid(config.kwargs)](*args, **constants, **config.kwargs)
         return
-    key = (kind, n, size_class(m), constants.get("BLOCK"), args[0].dtype, args[1].dtype, args[0].device)
+    key = (kind, n, size_class(m), tuple(sorted(constants.items())), args[0].dtype, args[1].dtype, args[0].device)
     config = _CHOSEN_CONFIGS.get(key)
     if config is None:
         tuned[grid](*args, **constants)
@@ -244,11 +259,11 @@ def _persistent_stages(rows: int, block: int, element_size: int, per_sm: int, st
 
 
 def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *, kernel: str = "auto",
-                    plan: tuple | None = None):
+                    plan: tuple | None = None, padded: bool = False):
     """Run the forward. Returns ``(y, x2d, rstd)``: y shaped like x in x's dtype, x as [M, N] rows (what
     the backward reads) and the per-row fp32 rstd [M]. ``kernel`` ("auto", "one-row", "multi-row", "chunked",
-    "persistent") and ``plan`` (rows, num_warps, programs_per_sm, stages) override the tuned dispatch
-    (for tuning scripts)."""
+    "persistent") and ``plan`` (rows, num_warps, programs_per_sm, stages) override the tuned dispatch, and
+    ``padded`` holds each row in one power-of-two block instead of its segments (for tuning scripts)."""
     n = validate_rmsnorm_inputs(x, weight, eps, max_n=MAX_N)
     x2d = as_rows(x)
     w = weight if weight.is_contiguous() else weight.contiguous()
@@ -256,11 +271,11 @@ def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *,
     y2d = new_output((m, n), x.dtype, x.device)
     rstd = new_output((m,), torch.float32, x.device)
     args = (x2d, w, y2d, rstd)
-    block = next_power_of_two(n)
     kind = forward_kind(n) if kernel == "auto" else (plan or kernel)
     if kind == "persistent":
-        kind = (max(1, 4096 // block), 8, 2, 3)
+        kind = (max(1, 4096 // next_power_of_two(n)), 8, 2, 3)
     if isinstance(kind, tuple):
+        block = next_power_of_two(n)
         rows, num_warps, per_sm, stages = kind
         tiles = -(-m // rows)
         programs = max(1, min(tiles, sm_count(x.device) * per_sm))
@@ -268,13 +283,13 @@ def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *,
             *args, m, x2d.stride(0), y2d.stride(0), n, eps, ROWS=rows, BLOCK=block,
             NUM_STAGES=_persistent_stages(rows, block, x2d.element_size(), per_sm, stages), num_warps=num_warps,
         )
-    elif kind == "multi-row":
-        _launch_tuned(kind, rmsnorm_fwd_rows_tuned, rmsnorm_fwd_rows_kernel, lambda meta: (-(-m // meta["ROWS"]),),
-                      (*args, m, x2d.stride(0), y2d.stride(0), n, eps, size_class(m)), n, m, BLOCK=block)
     elif kind == "chunked":
         _launch_tuned(kind, rmsnorm_fwd_chunked_tuned, rmsnorm_fwd_chunked_kernel, lambda meta: (m,),
                       (*args, x2d.stride(0), y2d.stride(0), n, eps, size_class(m)), n, m)
     else:
-        _launch_tuned("one-row", rmsnorm_fwd_row_tuned, rmsnorm_fwd_row_kernel, lambda meta: (m,),
-                      (*args, x2d.stride(0), y2d.stride(0), n, eps, size_class(m)), n, m)
+        segments = Segments(next_power_of_two(n), 0, 0, n) if padded else row_segments(n)
+        tuned = rmsnorm_fwd_rows_tuned if kind == "multi-row" else rmsnorm_fwd_row_tuned
+        _launch_tuned(kind, tuned, rmsnorm_fwd_rows_kernel, lambda meta: (-(-m // meta["ROWS"]),),
+                      (*args, m, x2d.stride(0), y2d.stride(0), n, eps, size_class(m)), n, m,
+                      **segments.constants())
     return y2d.view(x.shape), x2d, rstd

@@ -10,20 +10,33 @@ import triton.language as tl
 
 from kernels.poison import new_output
 from kernels.registry import register
-from kernels.triton_backward.dx import backward_tile, load_tile, rmsnorm_dw_tile, rmsnorm_dx_tile, store_dx
+from kernels.triton_backward.dx import backward_tile, load_weight_segments, rmsnorm_bwd_rows
 from kernels.triton_backward.function import triton_rmsnorm_with
 from kernels.triton_mode import triton_unavailable_reason
 
 
 @triton.jit
+def atomic_add_segment(DW, value, N, OFF: tl.constexpr, W: tl.constexpr, MASKED: tl.constexpr):
+    cols = OFF + tl.arange(0, W)
+    if MASKED:
+        tl.atomic_add(DW + cols, value, mask=cols < N)
+    else:
+        tl.atomic_add(DW + cols, value)
+
+
+@triton.jit
 def rmsnorm_bwd_atomic_kernel(X, DY, W, RSTD, DX, DW, M, N, stride_x, stride_dy, stride_dx,
-                              ROWS: tl.constexpr, BLOCK: tl.constexpr):
+                              ROWS: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr,
+                              MASK0: tl.constexpr, MASK1: tl.constexpr, MASK2: tl.constexpr):
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-    cols = tl.arange(0, BLOCK)
-    w = tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)
-    x, dy, rstd = load_tile(X, DY, RSTD, rows, cols, M, N, stride_x, stride_dy)
-    store_dx(DX, rmsnorm_dx_tile(x, dy, w, rstd, N), rows, cols, M, N, stride_dx)
-    tl.atomic_add(DW + cols, tl.sum(rmsnorm_dw_tile(x, dy, rstd), axis=0), mask=cols < N)
+    w0, w1, w2 = load_weight_segments(W, N, W0, W1, W2, MASK0, MASK1, MASK2)
+    d0, d1, d2 = rmsnorm_bwd_rows(X, DY, DX, RSTD, w0, w1, w2, 0.0, 0.0, 0.0, rows, M, N, stride_x, stride_dy,
+                                  stride_dx, W0, W1, W2, MASK0, MASK1, MASK2)
+    atomic_add_segment(DW, tl.sum(d0, axis=0), N, 0, W0, MASK0)
+    if W1 > 0:
+        atomic_add_segment(DW, tl.sum(d1, axis=0), N, W0, W1, MASK1)
+    if W2 > 0:
+        atomic_add_segment(DW, tl.sum(d2, axis=0), N, W0 + W1, W2, MASK2)
 
 
 def atomic_launch(M: int, N: int, sm_count: int = 0) -> dict:
@@ -40,7 +53,7 @@ def atomic_backward(dy2d, x2d, weight, rstd, *, tile=None):
     dw = torch.zeros((n,), dtype=torch.float32, device=x2d.device)
     rmsnorm_bwd_atomic_kernel[(-(-m // tile.rows),)](
         x2d, dy2d, weight, rstd, dx, dw, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0),
-        ROWS=tile.rows, BLOCK=tile.block, num_warps=tile.num_warps,
+        ROWS=tile.rows, num_warps=tile.num_warps, **tile.segments(n).constants(),
     )
     return dx, dw.to(weight.dtype)
 

@@ -1,4 +1,6 @@
-"""The backward arithmetic every dγ strategy shares, on a [ROWS, BLOCK] tile of rows (ROWS = 1 for one row):
+"""The backward arithmetic every dγ strategy shares, on a tile of ROWS rows (ROWS = 1 for one row), each row
+held as up to three power-of-two segments (`kernels.widths.row_segments`: 5120 = 4096 + 1024, no padded
+8192-wide block):
 
     dx = rstd·(γ·dy) − x·rstd³·mean(γ·dy·x)        (per row)
     dγ contribution = dy·x·rstd                     (summed over rows by the strategy)
@@ -13,38 +15,61 @@ from dataclasses import dataclass
 import triton
 import triton.language as tl
 
-
-@triton.jit
-def load_tile(X, DY, RSTD, rows, cols, M, N, stride_x, stride_dy):
-    """x, dy as fp32 [ROWS, BLOCK] (zeros outside the matrix) and rstd [ROWS] for the given rows."""
-    row_mask = rows < M
-    mask = row_mask[:, None] & (cols < N)[None, :]
-    rows64 = rows.to(tl.int64)
-    x = tl.load(X + rows64[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-    dy = tl.load(DY + rows64[:, None] * stride_dy + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-    rstd = tl.load(RSTD + rows, mask=row_mask, other=0.0)
-    return x, dy, rstd
+from kernels.segments import Segments, load_segment, load_vector, next_power_of_two, row_segments, store_segment
 
 
 @triton.jit
-def rmsnorm_dx_tile(x, dy, w, rstd, N):
-    """dx for a tile (fp32): x, dy [ROWS, BLOCK], w [BLOCK], rstd [ROWS]. Masked lanes (x = dy = 0) give 0."""
-    wdy = w[None, :] * dy
-    mean_wdy_x = tl.sum(wdy * x, axis=1) / N
+def rmsnorm_bwd_rows(X, DY, DX, RSTD, w0, w1, w2, acc0, acc1, acc2, rows, M, N, stride_x, stride_dy, stride_dx,
+                     W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr,
+                     MASK0: tl.constexpr, MASK1: tl.constexpr, MASK2: tl.constexpr):
+    """Write dx of ``rows`` to DX and return the dγ accumulators ``acc0 acc1 acc2`` (fp32 [ROWS, Wk], one per
+    segment; 0.0 for an absent one) with these rows' contributions dy·x·rstd added. γ comes in as its segments
+    ``w0 w1 w2``.
+
+        dx = rstd·(γ·dy) − x·rstd³·mean(γ·dy·x)        (per row; the mean spans every segment)
+
+    The accumulators are updated before dx is formed, as the unsegmented kernel did: that order keeps the
+    16384-wide tile inside 128 registers (ptxas, `kernels.compiler_report`)."""
+    rstd = tl.load(RSTD + rows, mask=rows < M, other=0.0)
     r = rstd[:, None]
-    return r * wdy - x * (r * r * r) * mean_wdy_x[:, None]
+    x0 = load_segment(X, rows, M, N, stride_x, 0, W0, MASK0)
+    dy0 = load_segment(DY, rows, M, N, stride_dy, 0, W0, MASK0)
+    wdy0 = w0[None, :] * dy0
+    dot = tl.sum(wdy0 * x0, axis=1)
+    acc0 += dy0 * x0 * r
+    if W1 > 0:
+        x1 = load_segment(X, rows, M, N, stride_x, W0, W1, MASK1)
+        dy1 = load_segment(DY, rows, M, N, stride_dy, W0, W1, MASK1)
+        wdy1 = w1[None, :] * dy1
+        dot += tl.sum(wdy1 * x1, axis=1)
+        acc1 += dy1 * x1 * r
+    if W2 > 0:
+        x2 = load_segment(X, rows, M, N, stride_x, W0 + W1, W2, MASK2)
+        dy2 = load_segment(DY, rows, M, N, stride_dy, W0 + W1, W2, MASK2)
+        wdy2 = w2[None, :] * dy2
+        dot += tl.sum(wdy2 * x2, axis=1)
+        acc2 += dy2 * x2 * r
+    c = (r * r * r) * (dot / N)[:, None]
+    store_segment(DX, r * wdy0 - x0 * c, rows, M, N, stride_dx, 0, W0, MASK0)
+    if W1 > 0:
+        store_segment(DX, r * wdy1 - x1 * c, rows, M, N, stride_dx, W0, W1, MASK1)
+    if W2 > 0:
+        store_segment(DX, r * wdy2 - x2 * c, rows, M, N, stride_dx, W0 + W1, W2, MASK2)
+    return acc0, acc1, acc2
 
 
 @triton.jit
-def rmsnorm_dw_tile(x, dy, rstd):
-    """This tile's dγ contribution per element, dy·x·rstd (fp32 [ROWS, BLOCK]); the caller sums the rows."""
-    return dy * x * rstd[:, None]
-
-
-@triton.jit
-def store_dx(DX, dx, rows, cols, M, N, stride_dx):
-    mask = (rows < M)[:, None] & (cols < N)[None, :]
-    tl.store(DX + rows.to(tl.int64)[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=mask)
+def load_weight_segments(W, N, W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr,
+                         MASK0: tl.constexpr, MASK1: tl.constexpr, MASK2: tl.constexpr):
+    """γ as its (up to) three segments, fp32; an absent segment is a 1-wide stand-in nothing reads."""
+    w0 = load_vector(W, N, 0, W0, MASK0)
+    w1 = w0
+    w2 = w0
+    if W1 > 0:
+        w1 = load_vector(W, N, W0, W1, MASK1)
+    if W2 > 0:
+        w2 = load_vector(W, N, W0 + W1, W2, MASK2)
+    return w0, w1, w2
 
 
 @dataclass(frozen=True)
@@ -64,6 +89,13 @@ class BackwardTile:
     """Persistent grid only: treat each row as two column halves in two passes (pass 1 accumulates dγ and
     the row's Σγ·dy·x, pass 2 reloads x and dy from L2 to write dx), so only half a row of x and dy is
     live at a time (`rmsnorm_bwd_persistent_halves_kernel`)."""
+    padded: bool = False
+    """Hold each row in one power-of-two block of ``block`` columns (the layout before segments), for
+    comparisons in the tuning scripts; by default a row is its `row_segments`."""
+
+    def segments(self, n: int) -> Segments:
+        """The column segments the kernels are compiled for at row width ``n``."""
+        return Segments(self.block, 0, 0, n) if self.padded else row_segments(n)
 
 
 TUNED_BACKWARD = {
@@ -89,14 +121,14 @@ SHARED_MEMORY_BUDGET = 200 * 1024
 """Bytes of shared memory one SM may give the pipelined loads of its k programs (the H100/H200 have 227 KB)."""
 
 
-def next_power_of_two(n: int) -> int:
-    return 1 << max(0, (int(n) - 1).bit_length())
+TUNED_WIDTHS: dict = {}
+"""Exact row widths whose best tile differs from their power of two's (same tuple form as TUNED_BACKWARD)."""
 
 
 @functools.lru_cache(maxsize=None)
 def backward_tile(n: int) -> BackwardTile:
     block = max(16, next_power_of_two(n))
-    rows, num_warps, per_sm, stages, *variant = TUNED_BACKWARD[block]
+    rows, num_warps, per_sm, stages, *variant = TUNED_WIDTHS.get(int(n)) or TUNED_BACKWARD[block]
     return BackwardTile(rows=rows, block=block, num_warps=num_warps, programs_per_sm=per_sm, stages=stages,
                         reload_weight="reload-weight" in variant, column_halves="column-halves" in variant)
 

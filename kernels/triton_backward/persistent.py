@@ -19,7 +19,8 @@ import triton.language as tl
 from kernels.poison import new_output
 from kernels.registry import register
 from kernels.triton_backward.column_sum import allow_dependent_launch, column_sum
-from kernels.triton_backward.dx import backward_tile, load_tile, pipeline_stages, rmsnorm_dw_tile, rmsnorm_dx_tile, store_dx
+from kernels.segments import store_vector
+from kernels.triton_backward.dx import backward_tile, load_weight_segments, pipeline_stages, rmsnorm_bwd_rows
 from kernels.triton_backward.function import triton_rmsnorm_with
 from kernels.triton_mode import sm_count as device_sm_count
 from kernels.triton_mode import dependent_launch, triton_unavailable_reason
@@ -27,23 +28,33 @@ from kernels.triton_mode import dependent_launch, triton_unavailable_reason
 
 @triton.jit
 def rmsnorm_bwd_persistent_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, stride_dy, stride_dx,
-                                  ROWS: tl.constexpr, BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr,
-                                  RELOAD_W: tl.constexpr, USE_PDL: tl.constexpr):
+                                  ROWS: tl.constexpr, NUM_STAGES: tl.constexpr, RELOAD_W: tl.constexpr,
+                                  USE_PDL: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr,
+                                  MASK0: tl.constexpr, MASK1: tl.constexpr, MASK2: tl.constexpr):
     allow_dependent_launch(USE_PDL)
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
-    cols = tl.arange(0, BLOCK)
-    w = tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)
-    acc = tl.zeros([ROWS, BLOCK], dtype=tl.float32)
+    w0, w1, w2 = load_weight_segments(W, N, W0, W1, W2, MASK0, MASK1, MASK2)
+    acc0 = tl.zeros([ROWS, W0], dtype=tl.float32)
+    acc1 = 0.0
+    acc2 = 0.0
+    if W1 > 0:
+        acc1 = tl.zeros([ROWS, W1], dtype=tl.float32)
+    if W2 > 0:
+        acc2 = tl.zeros([ROWS, W2], dtype=tl.float32)
     tiles = tl.cdiv(M, ROWS)
     for tile in tl.range(pid, tiles, programs, num_stages=NUM_STAGES):
         rows = tile * ROWS + tl.arange(0, ROWS)
-        x, dy, rstd = load_tile(X, DY, RSTD, rows, cols, M, N, stride_x, stride_dy)
         if RELOAD_W:
-            w = tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)
-        acc += rmsnorm_dw_tile(x, dy, rstd)
-        store_dx(DX, rmsnorm_dx_tile(x, dy, w, rstd, N), rows, cols, M, N, stride_dx)
-    tl.store(PARTIAL + pid.to(tl.int64) * N + cols, tl.sum(acc, axis=0), mask=cols < N)
+            w0, w1, w2 = load_weight_segments(W, N, W0, W1, W2, MASK0, MASK1, MASK2)
+        acc0, acc1, acc2 = rmsnorm_bwd_rows(X, DY, DX, RSTD, w0, w1, w2, acc0, acc1, acc2, rows, M, N,
+                                            stride_x, stride_dy, stride_dx, W0, W1, W2, MASK0, MASK1, MASK2)
+    partial = PARTIAL + pid.to(tl.int64) * N
+    store_vector(partial, tl.sum(acc0, axis=0), N, 0, W0, MASK0)
+    if W1 > 0:
+        store_vector(partial, tl.sum(acc1, axis=0), N, W0, W1, MASK1)
+    if W2 > 0:
+        store_vector(partial, tl.sum(acc2, axis=0), N, W0 + W1, W2, MASK2)
 
 
 @triton.jit
@@ -128,8 +139,8 @@ def persistent_backward(dy2d, x2d, weight, rstd, *, sm_count: int | None = None,
             *args, HALF=max(1, tile.block // 2), NUM_STAGES=stages, USE_PDL=pdl, num_warps=tile.num_warps)
     else:
         rmsnorm_bwd_persistent_kernel[(programs,)](
-            *args, ROWS=tile.rows, BLOCK=tile.block, NUM_STAGES=stages, RELOAD_W=tile.reload_weight,
-            USE_PDL=pdl, num_warps=tile.num_warps)
+            *args, ROWS=tile.rows, NUM_STAGES=stages, RELOAD_W=tile.reload_weight, USE_PDL=pdl,
+            num_warps=tile.num_warps, **tile.segments(n).constants())
     return dx, column_sum(partial, weight.dtype, pdl=pdl)
 
 

@@ -14,7 +14,8 @@ import triton.language as tl
 from kernels.poison import new_output
 from kernels.registry import register
 from kernels.triton_backward.column_sum import allow_dependent_launch, column_sum
-from kernels.triton_backward.dx import backward_tile, load_tile, pipeline_stages, rmsnorm_dw_tile, rmsnorm_dx_tile, store_dx
+from kernels.segments import store_vector
+from kernels.triton_backward.dx import backward_tile, load_weight_segments, pipeline_stages, rmsnorm_bwd_rows
 from kernels.triton_backward.function import triton_rmsnorm_with
 from kernels.triton_mode import dependent_launch, triton_unavailable_reason
 from kernels.triton_mode import sm_count as device_sm_count
@@ -30,19 +31,29 @@ MIN_TILES_PER_PROGRAM = 4
 
 @triton.jit
 def rmsnorm_bwd_workspace_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, stride_dy, stride_dx,
-                                 TILES_PER_PROGRAM: tl.constexpr, ROWS: tl.constexpr, BLOCK: tl.constexpr,
-                                 NUM_STAGES: tl.constexpr, USE_PDL: tl.constexpr):
+                                 TILES_PER_PROGRAM: tl.constexpr, ROWS: tl.constexpr, NUM_STAGES: tl.constexpr,
+                                 USE_PDL: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr,
+                                 MASK0: tl.constexpr, MASK1: tl.constexpr, MASK2: tl.constexpr):
     allow_dependent_launch(USE_PDL)
     pid = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    w = tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)
-    acc = tl.zeros([ROWS, BLOCK], dtype=tl.float32)
+    w0, w1, w2 = load_weight_segments(W, N, W0, W1, W2, MASK0, MASK1, MASK2)
+    acc0 = tl.zeros([ROWS, W0], dtype=tl.float32)
+    acc1 = 0.0
+    acc2 = 0.0
+    if W1 > 0:
+        acc1 = tl.zeros([ROWS, W1], dtype=tl.float32)
+    if W2 > 0:
+        acc2 = tl.zeros([ROWS, W2], dtype=tl.float32)
     for t in tl.range(0, TILES_PER_PROGRAM, num_stages=NUM_STAGES):
         rows = (pid * TILES_PER_PROGRAM + t) * ROWS + tl.arange(0, ROWS)
-        x, dy, rstd = load_tile(X, DY, RSTD, rows, cols, M, N, stride_x, stride_dy)
-        store_dx(DX, rmsnorm_dx_tile(x, dy, w, rstd, N), rows, cols, M, N, stride_dx)
-        acc += rmsnorm_dw_tile(x, dy, rstd)
-    tl.store(PARTIAL + pid.to(tl.int64) * N + cols, tl.sum(acc, axis=0), mask=cols < N)
+        acc0, acc1, acc2 = rmsnorm_bwd_rows(X, DY, DX, RSTD, w0, w1, w2, acc0, acc1, acc2, rows, M, N,
+                                            stride_x, stride_dy, stride_dx, W0, W1, W2, MASK0, MASK1, MASK2)
+    partial = PARTIAL + pid.to(tl.int64) * N
+    store_vector(partial, tl.sum(acc0, axis=0), N, 0, W0, MASK0)
+    if W1 > 0:
+        store_vector(partial, tl.sum(acc1, axis=0), N, W0, W1, MASK1)
+    if W2 > 0:
+        store_vector(partial, tl.sum(acc2, axis=0), N, W0 + W1, W2, MASK2)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -77,8 +88,8 @@ def workspace_backward(dy2d, x2d, weight, rstd, *, tile=None, rows_per_program=N
     pdl = dependent_launch(x2d.device) if pdl is None else pdl
     rmsnorm_bwd_workspace_kernel[(programs,)](
         x2d, dy2d, weight, rstd, dx, partial, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0),
-        TILES_PER_PROGRAM=tiles_per_program, ROWS=tile.rows, BLOCK=tile.block, NUM_STAGES=stages,
-        USE_PDL=pdl, num_warps=tile.num_warps,
+        TILES_PER_PROGRAM=tiles_per_program, ROWS=tile.rows, NUM_STAGES=stages, USE_PDL=pdl,
+        num_warps=tile.num_warps, **tile.segments(n).constants(),
     )
     return dx, column_sum(partial, weight.dtype, pdl=pdl)
 

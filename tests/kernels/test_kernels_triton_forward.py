@@ -7,6 +7,7 @@ from kernel_inputs import DTYPES, ODD_N, random_inputs
 
 from kernels.poison import poisoned_outputs
 from kernels.reference import relative_error, rmsnorm_reference, tolerance_for
+from kernels.segments import row_segments
 from kernels.triton_forward import (
     CHUNKED_CONFIGS,
     MULTI_ROW_CONFIGS,
@@ -15,7 +16,7 @@ from kernels.triton_forward import (
     prune_multi_row_configs,
     prune_row_configs,
     rmsnorm_forward,
-    rmsnorm_fwd_row_kernel,
+    rmsnorm_fwd_rows_kernel,
     size_class,
 )
 
@@ -65,8 +66,9 @@ def test_chunked_two_pass_forward(n, dtype):
     assert relative_error(rstd, rstd_ref.reshape(-1)) <= 1e-6
 
 
-@pytest.mark.parametrize("n, chunks", [(16384, {1024, 2048, 4096}), (3000, {1024, 2048}), (1024, {1024})])
-def test_chunked_prune_keeps_chunks_narrower_than_the_row(n, chunks):
+@pytest.mark.parametrize("n, chunks", [(16384, {256, 512, 1024, 2048, 4096}), (2560, {256, 512}), (5120, {256, 512, 1024}),
+                                       (3000, {256, 512, 1024}), (1024, {256, 512}), (200, {256})])
+def test_chunked_prune_keeps_chunks_that_pad_the_row_least(n, chunks):
     assert {c.kwargs["CHUNK"] for c in prune_chunked_configs(CHUNKED_CONFIGS, {"N": n})} == chunks
 
 
@@ -81,35 +83,46 @@ def test_poisoning_catches_an_unwritten_row():
 
         y = new_output((6, 700), torch.float32, "cpu")
         rstd = new_output((6,), torch.float32, "cpu")
-    rmsnorm_fwd_row_kernel[(5,)](x, w, y, rstd, x.stride(0), y.stride(0), 700, 1e-6, 0, BLOCK=1024)  # one row short
+    rmsnorm_fwd_rows_kernel[(5,)](x, w, y, rstd, 6, x.stride(0), y.stride(0), 700, 1e-6, 0, ROWS=1,
+                                  **row_segments(700).constants())  # one row short
     y_ref, _ = rmsnorm_reference(x, w)
     assert relative_error(y[:5], y_ref[:5]) < 1e-6
     assert relative_error(y, y_ref) == float("inf")
 
 
-@pytest.mark.parametrize("n", [1, 511, 512, 513, 2048, 2049, 3000, 8192, 8193, 65536])
-def test_prune_hook_keeps_only_blocks_that_hold_the_row(n):
-    kept = prune_row_configs(ROW_CONFIGS, {"N": n})
+@pytest.mark.parametrize("n", [1, 511, 512, 513, 2048, 2049, 3000, 5120, 8192, 8193, 65536])
+def test_row_prune_hook_gives_every_thread_enough_of_the_row(n):
+    kept = prune_row_configs(ROW_CONFIGS, {"N": n}, **row_segments(n).constants())
     assert kept, "the hook must leave at least one config"
-    assert all(c.kwargs["BLOCK"] >= n for c in kept)
-    assert {c.num_warps for c in kept} == {4, 8, 16}  # the autotuner still chooses the warp count
+    width = row_segments(n).padded
+    assert all(width // (32 * c.num_warps) >= 4 for c in kept) or [c.num_warps for c in kept] == [4]
+    if n >= 65536:
+        assert {c.num_warps for c in kept} == {4, 8, 16, 32}  # the autotuner still chooses the warp count
 
 
-def test_prune_hook_row_of_3000_never_gets_a_2048_block():
-    kept = prune_row_configs(ROW_CONFIGS, {"N": 3000})
-    assert 2048 not in {c.kwargs["BLOCK"] for c in kept}
-    assert {c.kwargs["BLOCK"] for c in kept} == {4096}
+@pytest.mark.parametrize("n", [2304, 2560, 2880, 3072, 3584, 4608, 5120, 6144, 7168, 12288, 1000, 5000, 12345])
+def test_segments_cover_the_row_with_little_padding(n):
+    seg = row_segments(n)
+    assert seg.padded >= n and all(w & (w - 1) == 0 for w in seg.widths)
+    assert seg.padded - n <= max(16, n // 8)
+    assert seg.masks == tuple(i == len(seg.widths) - 1 and seg.padded > n for i in range(3))
 
 
-def test_prune_hook_rejects_rows_wider_than_any_block():
-    with pytest.raises(ValueError, match="N = 70000"):
-        prune_row_configs(ROW_CONFIGS, {"N": 70000})
+@pytest.mark.parametrize("n", [1000, 2304, 2880, 5120, 12345])
+def test_padded_and_segmented_rows_give_the_same_answer(n):
+    x, w, _ = random_inputs((9, n), torch.float32)
+    y_ref, rstd_ref = rmsnorm_reference(x, w)
+    for padded in (False, True):
+        with poisoned_outputs():
+            y, _, rstd = rmsnorm_forward(x, w, 1e-6, kernel="one-row", padded=padded)
+        assert relative_error(y, y_ref) <= 1e-6
+        assert relative_error(rstd, rstd_ref) <= 1e-6
 
 
 def test_multi_row_prune_keeps_whole_rows():
     for n in (1, 100, 1000):
-        block = triton.next_power_of_2(n)
-        kept = prune_multi_row_configs(MULTI_ROW_CONFIGS, {"N": n}, BLOCK=block)
+        block = triton.next_power_of_2(row_segments(n).padded)
+        kept = prune_multi_row_configs(MULTI_ROW_CONFIGS, {"N": n}, **row_segments(n).constants())
         assert kept and all(c.kwargs["ROWS"] * block >= block for c in kept)
         assert all(c.kwargs["ROWS"] * block <= 16384 for c in kept)
         assert all(4 <= c.kwargs["ROWS"] * block // (32 * c.num_warps) <= 64 for c in kept)

@@ -1,0 +1,119 @@
+"""How a row of N elements is laid over Triton's power-of-two tensor shapes (one home for it): the host-side
+layout (`row_segments`) and the device-side loads and stores of one segment.
+
+A Triton block is a power of two wide. Padding a row of N = 5120 to one 8192-wide block leaves 37.5 % of
+every thread's lanes masked off: fewer bytes in flight per instruction, so a memory-bound kernel loses
+bandwidth (measured on the H200: the padded backward ran at 79 % at 16384×5120 against 95 % at ×8192).
+Instead every kernel here holds a row as up to three power-of-two **segments** laid end to end:
+the two largest powers of two that fit, then the rest padded to a power of two,
+
+    5120 = 4096 + 1024          2880 = 2048 + 512 + [320 → 512]         12288 = 8192 + 4096
+
+so the masked-off part is at most the last segment's padding (≤ 1/8 of the row for any N ≥ 16; 0 for the
+hidden sizes of most models). Only the last segment can run past N; the others are always full, and their
+loads need no column mask.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import triton
+import triton.language as tl
+
+MIN_SEGMENT = 16
+"""Narrowest segment: narrower ones would leave most of a warp idle; a rest below it is padded to it."""
+
+
+def next_power_of_two(n: int) -> int:
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+class Segments(NamedTuple):
+    """A row's segments: widths ``w0`` ≥ ``w1`` ≥ ``w2`` (0 = absent), each a power of two; ``masks`` says
+    which of them run past N (only ever the last present one)."""
+
+    w0: int
+    w1: int
+    w2: int
+    n: int
+
+    @property
+    def widths(self) -> tuple[int, ...]:
+        return tuple(w for w in (self.w0, self.w1, self.w2) if w)
+
+    @property
+    def padded(self) -> int:
+        return self.w0 + self.w1 + self.w2
+
+    @property
+    def masks(self) -> tuple[bool, bool, bool]:
+        """Per segment: does it need a column mask (does it end past N)?"""
+        ends = (self.w0, self.w0 + self.w1, self.padded)
+        return tuple(bool(w) and end > self.n for w, end in zip((self.w0, self.w1, self.w2), ends))
+
+    def constants(self) -> dict:
+        """The kernels' constexpr arguments W0, W1, W2, MASK0, MASK1, MASK2."""
+        m0, m1, m2 = self.masks
+        return {"W0": self.w0, "W1": self.w1, "W2": self.w2, "MASK0": m0, "MASK1": m1, "MASK2": m2}
+
+
+@functools.lru_cache(maxsize=None)
+def row_segments(n: int, max_segments: int = 3) -> Segments:
+    """N as up to ``max_segments`` power-of-two segments (see the module text); 1 segment = one padded block."""
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"a row needs at least one element, got N = {n}")
+    widths: list[int] = []
+    rest = n
+    while rest > 0 and len(widths) < max_segments - 1:
+        w = 1 << (rest.bit_length() - 1)  # the largest power of two ≤ rest
+        if w < MIN_SEGMENT:
+            break
+        widths.append(w)
+        rest -= w
+    if rest > 0:
+        widths.append(max(MIN_SEGMENT if widths else 1, next_power_of_two(rest)))
+    widths += [0] * (3 - len(widths))
+    return Segments(widths[0], widths[1], widths[2], n)
+
+
+@triton.jit
+def load_segment(PTR, rows, M, N, stride, OFF: tl.constexpr, W: tl.constexpr, MASKED: tl.constexpr):
+    """Columns OFF … OFF+W of the given rows as fp32 [ROWS, W] (zeros outside the matrix). Only a segment
+    that runs past N (``MASKED``) carries a column mask."""
+    cols = OFF + tl.arange(0, W)
+    if MASKED:
+        mask = (rows < M)[:, None] & (cols < N)[None, :]
+    else:
+        mask = (rows < M)[:, None]
+    return tl.load(PTR + rows.to(tl.int64)[:, None] * stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+
+
+@triton.jit
+def store_segment(PTR, value, rows, M, N, stride, OFF: tl.constexpr, W: tl.constexpr, MASKED: tl.constexpr):
+    cols = OFF + tl.arange(0, W)
+    if MASKED:
+        mask = (rows < M)[:, None] & (cols < N)[None, :]
+    else:
+        mask = (rows < M)[:, None]
+    tl.store(PTR + rows.to(tl.int64)[:, None] * stride + cols[None, :], value.to(PTR.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def load_vector(PTR, N, OFF: tl.constexpr, W: tl.constexpr, MASKED: tl.constexpr):
+    """γ (or any [N] vector) over one segment, fp32 [W]."""
+    cols = OFF + tl.arange(0, W)
+    if MASKED:
+        return tl.load(PTR + cols, mask=cols < N, other=0.0).to(tl.float32)
+    return tl.load(PTR + cols).to(tl.float32)
+
+
+@triton.jit
+def store_vector(PTR, value, N, OFF: tl.constexpr, W: tl.constexpr, MASKED: tl.constexpr):
+    cols = OFF + tl.arange(0, W)
+    if MASKED:
+        tl.store(PTR + cols, value.to(PTR.dtype.element_ty), mask=cols < N)
+    else:
+        tl.store(PTR + cols, value.to(PTR.dtype.element_ty))
