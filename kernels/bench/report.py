@@ -52,7 +52,7 @@ def summary_tables(header: RunHeader, rows: Iterable[ResultRow], speedup: Option
     baseline = (speedup or {}).get("baseline") or DEFAULT_BASELINE
     tables = []
     for (pass_, dtype), shapes in groups.items():
-        hosts = {i for by in shapes.values() for i, r in by.items() if r.host_us is not None and r.median_us}
+        hosts = {i for by in shapes.values() for i, r in by.items() if _host(r) is not None and r.median_us}
         note = f"; ×: speedup over {baseline}" if any(shape_key(pass_, dtype, m, n) in by_shape for m, n in shapes) else ""
         table = Table(
             title=f"{pass_} · {dtype} · {header.device.name} · GB/s (% of copy ceiling {ceiling}){note}; "
@@ -80,10 +80,16 @@ def summary_tables(header: RunHeader, rows: Iterable[ResultRow], speedup: Option
 
 def host_text(row: Optional[ResultRow]) -> str:
     """``GPU µs / host µs``, with ``!`` where the host time exceeds the GPU time."""
-    if row is None or row.host_us is None or not row.median_us:
+    host = _host(row)
+    if host is None or not row.median_us:
         return ""
-    flag = " !" if row.host_us > row.median_us else ""
-    return f"{row.median_us:.1f}/{row.host_us:.1f}{flag}"
+    flag = " !" if host > row.median_us else ""
+    return f"{row.median_us:.1f}/{host:.1f}{flag}"
+
+
+def _host(row: Optional[ResultRow]) -> Optional[float]:
+    """A row's ``host_us`` (an extra field: CUDA event timing only; older files lack it)."""
+    return getattr(row, "host_us", None) if row is not None else None
 
 
 def gbps_text(value: float) -> str:
