@@ -94,12 +94,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return JSONResponse(status_code=422, content={"detail": jsonable_encoder(errors, custom_encoder={
             bytes: lambda b: b.decode("utf-8", "replace")})})
 
-    from app.routes import benchmark, health, implementations, runs
+    from app.routes import benchmark, compare, health, implementations, presets, runs
 
     app.include_router(health.router)
     app.include_router(implementations.router)
     app.include_router(benchmark.router)
     app.include_router(runs.router)
+    app.include_router(compare.router)
+    app.include_router(presets.router)
     if importlib.util.find_spec("app.routes.pages") is not None:
         from app.routes import pages
 

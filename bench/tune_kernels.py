@@ -12,6 +12,7 @@ script on tiny shapes through the interpreter; those timings mean nothing and ar
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -27,6 +28,7 @@ if "--dry" in sys.argv:
 import torch  # noqa: E402
 import triton  # noqa: E402
 
+from kernels.bench.timing import measure  # noqa: E402  (the engine's timer: one timer for both)
 from kernels.registry import REGISTRY, load_all  # noqa: E402
 from kernels.triton_backward import atomic, persistent, workspace  # noqa: E402
 from kernels.triton_backward.dx import BackwardTile, backward_tile  # noqa: E402
@@ -41,44 +43,39 @@ OUT = os.environ.get("OUT", "/tmp/tune-out")
 HOST_US = {}
 
 
-def time_ms(fn, dry: bool, warmup=10, rep=40, label=None) -> float:
-    """Median GPU time of one call, timed the way the engine times it: L2 flushed and the GPU given a spin
-    of ~2× the host's enqueue time before each start event, so Python's launch path is not in the number
-    (it is recorded apart in HOST_US[label])."""
-    if dry:
-        samples = []
-        for _ in range(3):
-            t = time.perf_counter()
-            fn()
-            samples.append((time.perf_counter() - t) * 1e3)
-        return statistics.median(samples)
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    host = []
-    for _ in range(5):
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        fn()
-        host.append(time.perf_counter() - t)
-        torch.cuda.synchronize()
-    host_s = statistics.median(host)
-    if label:
-        HOST_US[label] = host_s * 1e6
-    flush = torch.empty(256 * 2**20 // 4, dtype=torch.int32, device="cuda")
-    spin_cycles = int(2 * host_s * 2.0e9) + 20000
-    per_call = max(host_s, 1e-5)
-    reps = max(5, min(200, int(rep * 1e-3 / per_call)))
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    for i in range(reps):
-        flush.zero_()
-        torch.cuda._sleep(spin_cycles)
-        starts[i].record()
-        fn()
-        ends[i].record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+class _CallWorkload:
+    """``fn()`` as a workload of the engine's timer (kernels.bench.timing.measure): the inputs rotate inside
+    ``fn`` (see `cycle`), so one "set" here stands for all of them."""
+
+    sets = 1
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def context(self):
+        return contextlib.nullcontext()
+
+    def before(self, i: int) -> None:
+        pass
+
+    def call(self, i: int) -> None:
+        self.fn()
+
+    def check(self) -> None:
+        pass
+
+
+def time_ms(fn, dry: bool, warmup=10, rep=100, label=None) -> float:
+    """Median time of one call in ms, timed by the engine's own timer (kernels.bench.timing.measure): warm-up,
+    the host's enqueue time measured apart (recorded in HOST_US[label]), then per repetition a GPU spin of ~2×
+    that host time before the start event, so Python's launch path is not in the number. The inputs rotate
+    over `rotating_sets` copies (≥ 3 × L2, as the engine's ≥ 2 × L2), so no L2 flush is needed. On CPU (--dry)
+    the same function times with perf_counter (meaningless numbers, only exercising the script)."""
+    device = torch.device("cpu" if dry else "cuda")
+    stats = measure(_CallWorkload(fn), 3 if dry else rep, 1 if dry else warmup, device)
+    if label and stats.host_us is not None:
+        HOST_US[label] = stats.host_us
+    return stats.median_us * 1e-3
 
 
 def copy_ceiling_GBps(device, dry: bool) -> float:

@@ -87,6 +87,7 @@ def torch_native_rmsnorm(x, weight, eps=1e-6):
     description="Liger-Kernel's LigerRMSNormFunction (Triton; casting mode llama, offset 0, dy kept)",
     requires=("liger_kernel",),
     available_when=triton_unavailable_reason,
+    uses_triton=True,
 )
 def liger_rmsnorm(x, weight, eps=1e-6):
     validate_rmsnorm_inputs(x, weight, eps, max_n=MAX_N)

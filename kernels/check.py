@@ -20,9 +20,21 @@ from kernels.reference import (
 )
 from kernels.registry import REGISTRY, load_all
 
-CPU_SHAPES = ((5, 7), (16, 1000), (3, 4097))
-"""Small on CPU: the Triton interpreter runs each program in Python, and torch.compile builds C++ per shape."""
-GPU_SHAPES = ((4, 7), (1000, 1), (4099, 1000), (1024, 4096), (257, 8192), (300, 12289), (32, 65536))
+ODD_WIDTHS = (1000, 5000, 12345)
+"""Widths no power-of-two block fits: every kernel's tail handling is exercised."""
+CPU_SHAPES = ((5, 7), (16, 1000), (3, 4097), (3, 5000), (2, 12345), (3, 2880))
+"""Small on CPU: the Triton interpreter runs each program in Python, and torch.compile builds C++ per shape.
+Odd M and the odd widths; `preset_shapes` adds the model widths (``--preset-widths``)."""
+GPU_SHAPES = ((4, 7), (1000, 1), (4099, 1000), (1024, 4096), (257, 8192), (300, 12289), (32, 65536),
+              (1023, 5000), (333, 12345))
+
+
+def preset_shapes(m: int) -> tuple[tuple[int, int], ...]:
+    """Every model width of the ``models`` preset (kernels.bench.presets) and the odd widths, at ``m`` rows."""
+    from kernels.bench.presets import get_preset
+
+    widths = sorted(set(get_preset("models")["N"]) | set(ODD_WIDTHS))
+    return tuple((m, n) for n in widths)
 DTYPES = ("float32", "bfloat16", "float16")
 EPS = 1e-6
 
@@ -140,10 +152,19 @@ def check_main(argv=None) -> int:
     parser.add_argument("--device", help="cuda, cuda:1 or cpu (default: cuda if present)")
     parser.add_argument("--seed", type=int, help="input seed (default: fresh)")
     parser.add_argument("--plugin", action="append", default=[], help="module or module:object to load first")
+    parser.add_argument("--preset-widths", action="store_true",
+                        help="add every model width of the models preset and N = 1000, 5000, 12345 at an odd M "
+                             "(3 on CPU, 4099 on a GPU)")
     args = parser.parse_args(argv)
     load_all(extra_paths=args.plugin)
+    shapes = list(args.shape or [])
+    if args.preset_widths:
+        device = torch.device(args.device) if args.device else default_device()
+        if not shapes:
+            shapes = list(GPU_SHAPES if device.type == "cuda" else CPU_SHAPES)
+        shapes += preset_shapes(4099 if device.type == "cuda" else 3)
     try:
-        rows = run_check(args.impl, tuple(args.dtype or DTYPES), args.shape, args.device, args.seed)
+        rows = run_check(args.impl, tuple(args.dtype or DTYPES), shapes or None, args.device, args.seed)
     except KeyError as exc:
         print(f"error: {exc.args[0]}")
         return 2

@@ -28,7 +28,7 @@ import importlib
 import os
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable
 
 ENTRY_POINT_GROUP = "rmsnorm_dashboard.implementations"
 PLUGINS_ENV = "RMSNORM_PLUGINS"
@@ -57,7 +57,16 @@ class Implementation:
     launch: Callable[[int, int, int], dict] | None = field(default=None, repr=False, compare=False)
     """``launch(M, N, sm_count) -> {"programs": G, "rows_per_program": r, "partial_rows": p, ...}``: the real
     grid the kernel uses for that shape on a device with ``sm_count`` SMs (the dock scene draws it).
-    ``None`` for opaque baselines."""
+    ``None`` for opaque baselines. What the engine reads from it (so no family is special-cased there):
+
+    - ``partial_rows``: rows of the fp32 dγ partial buffer the backward writes and reads back (memory
+      estimate; extra bytes ``2·partial_rows·N·4`` unless ``extra_bytes`` says otherwise);
+    - ``extra_bytes`` (optional): traffic on top of the minimum bytes of the pass, with ``extra_bytes_note``
+      saying what it is and whether it is an estimate.
+
+    An implementation with a ``launch`` is taken to be fused (its autograd saves rstd, not fp32 copies)."""
+    uses_triton: bool = False
+    """It launches Triton kernels (on CPU it then runs only under the Triton interpreter)."""
     source: str = "builtin"
     """Where it came from: ``builtin``, ``entry-point:<dist>``, ``path:<module:object>`` or ``plugin``."""
 
@@ -98,6 +107,7 @@ class Implementation:
             "available": reason is None,
             "reason": reason,
             "source": self.source,
+            "uses_triton": self.uses_triton,
         }
 
 
@@ -151,6 +161,7 @@ def register(
     requires: Iterable[str] = (),
     available_when: Callable[[], str | None] | None = None,
     launch: Callable[[int, int, int], dict] | None = None,
+    uses_triton: bool = False,
     source: str = "builtin",
     registry: Registry | None = None,
     replace: bool = False,
@@ -169,6 +180,7 @@ def register(
             requires=tuple(requires),
             available_when=available_when,
             launch=launch,
+            uses_triton=uses_triton,
             source=source,
         )
         (registry if registry is not None else REGISTRY).add(impl, replace=replace)
@@ -253,6 +265,7 @@ def load_entry_points(registry: Registry | None = None, entry_points: Iterable[A
 
 
 _LOADED = False
+"""The one "registry loaded" flag: built-ins, entry points and ``RMSNORM_PLUGINS`` were loaded once."""
 
 
 def load_all(extra_paths: Iterable[str] = (), registry: Registry | None = None) -> Registry:
@@ -270,9 +283,10 @@ def load_all(extra_paths: Iterable[str] = (), registry: Registry | None = None) 
     return registry
 
 
+def default_registry() -> Registry:
+    """The global registry, populated on first use (`load_all` once per process; later calls only return it)."""
+    return REGISTRY if _LOADED else load_all()
+
+
 def describe_all(registry: Registry | None = None) -> list[dict]:
     return [impl.describe() for impl in (registry if registry is not None else REGISTRY)]
-
-
-def as_mapping(registry: Registry | None = None) -> Mapping[str, Implementation]:
-    return {impl.name: impl for impl in (registry if registry is not None else REGISTRY)}

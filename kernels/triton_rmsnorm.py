@@ -21,6 +21,7 @@ from kernels.triton_mode import triton_unavailable_reason
     description="Fused Triton forward: one program per row (several rows per program for short rows), fp32 "
     "accumulation, autotuned BLOCK × num_warps; its backward is triton-persistent's",
     available_when=triton_unavailable_reason,
+    uses_triton=True,
     launch=forward_launch,
 )
 def triton_rmsnorm(x, weight, eps=1e-6):

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import torch
 
-MAX_N = 65536
-"""Widest row the Triton kernels accept (one row is held in registers by one program)."""
+from kernels.limits import MAX_N  # noqa: F401  (its home; re-exported for the kernels)
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 

@@ -4,7 +4,10 @@
     rmsnorm-dash check [...]                correctness against the fp64 reference (kernels.check)
     rmsnorm-dash bench [--impl a,b] [--pass fwd,bwd] [--dtype bf16,fp16] [--m 4096,...] [--n ...]
                        [--reps N] [--warmup N] [--device cpu|cuda|cuda:1] [--interpreter] [--cuda-graph]
+                       [--preset models] [--profile] [--no-verify] [--baseline torch-native]
                        [--out FILE] [--plot FILE.html] [--plugin mod:obj] [--ceiling-bytes B]
+    rmsnorm-dash compare BASE.json NEW.json [--fail-below 0.97] [--allow-mixed-timing] [--json]
+                                            exit 1 when any NEW/BASE GB/s ratio is below the threshold
     rmsnorm-dash plot FILE.json --out FILE.html
     rmsnorm-dash table FILE.json [FILE.json ...] [--markdown] [--dtype bfloat16]
     rmsnorm-dash serve [--host 127.0.0.1] [--port 8000] [--data DIR] [--devices cuda:0,cuda:1]
@@ -50,6 +53,9 @@ def _load_registry(parser: argparse.ArgumentParser, args: argparse.Namespace):
         parser.error(str(exc))
 
 
+from rmsnorm_dash.result_files import _wide_console, cmd_compare, cmd_plot, cmd_table  # noqa: E402  (file-reading commands)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rmsnorm-dash",
@@ -80,8 +86,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", type=Path, help="also write a standalone plotly chart (HTML)")
     p.add_argument("--plugin", action="append", help="module or module:object that registers implementations (repeatable)")
     p.add_argument("--ceiling-bytes", type=int, help="copy-ceiling buffer size in bytes (default 2 GiB GPU / 1 GiB CPU)")
+    p.add_argument("--preset", help="a named shape preset (e.g. models: hidden sizes of real models); "
+                   "its M and N replace the defaults, --m/--n still win")
+    p.add_argument("--profile", action="store_true", help="record each case's kernels with their times (torch.profiler)")
+    p.add_argument("--no-verify", action="store_true", help="skip the per-case check against the fp64 reference")
+    p.add_argument("--baseline", help="implementation the speedups are relative to (default torch-native)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(handler=cmd_bench, subparser=p)
+
+    p = sub.add_parser("compare", help="NEW/BASE GB/s per shape and implementation of two result files")
+    p.add_argument("base", type=Path, help="the base result file (JSON)")
+    p.add_argument("new", type=Path, help="the new result file (JSON)")
+    p.add_argument("--fail-below", type=float, default=0.97,
+                   help="exit 1 when any ratio is below this (default 0.97)")
+    p.add_argument("--allow-mixed-timing", action="store_true",
+                   help="compare runs timed in different modes (events vs cuda-graph) anyway")
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON (the /api/compare document)")
+    p.set_defaults(handler=cmd_compare, subparser=p)
 
     p = sub.add_parser("plot", help="write a standalone HTML chart of a result file")
     p.add_argument("file", type=Path, help="result file (JSON)")
@@ -102,14 +123,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plugin", action="append", help="module or module:object that registers implementations (repeatable)")
     p.set_defaults(handler=cmd_serve, subparser=p)
     return parser
-
-
-def _wide_console():
-    """Rich's console; 160 columns when writing to a file or pipe (rich would assume 80)."""
-    from rich.console import Console
-
-    console = Console()
-    return console if console.is_terminal else Console(width=160)
 
 
 # -- list ---------------------------------------------------------------------------------------------
@@ -173,12 +186,20 @@ def cmd_bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         request["warmup"] = args.warmup
     if args.cuda_graph:
         request["timing"] = "cuda-graph"
+    if args.preset is not None:
+        request["preset"] = args.preset
+    if args.profile:
+        request["profile"] = True
+    if args.no_verify:
+        request["verify"] = False
+    if args.baseline is not None:
+        request["baseline"] = args.baseline
     if on_cpu:
         notes = []
-        if args.m is None:
+        if args.m is None and args.preset is None:
             request["M"] = CPU_DEFAULT_M
             notes.append(f"M {','.join(map(str, CPU_DEFAULT_M))}")
-        if args.n is None:
+        if args.n is None and args.preset is None:
             request["N"] = CPU_DEFAULT_N
             notes.append(f"N {','.join(map(str, CPU_DEFAULT_N))}")
         if args.reps is None:
@@ -236,7 +257,7 @@ def cmd_bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             progress.stop()
     if header is None:
         return 130
-    run = RunFile(run=header, rows=rows, summary=summarize(rows, complete=len(rows) == total))
+    run = RunFile(run=header, rows=rows, summary=summarize(rows, complete=len(rows) == total, baseline=sweep.baseline))
     print_summary(run, _wide_console())
 
     out = args.out
@@ -264,46 +285,6 @@ def default_result_path(header, results_dir: Path = Path("results")) -> Path:
     if path.exists():
         path = results_dir / f"{slug(header.device)}-{date}-{header.created_at[11:19].replace(':', '')}.json"
     return path
-
-
-# -- plot ---------------------------------------------------------------------------------------------
-def _read_run_file(parser: argparse.ArgumentParser, path: Path):
-    from pydantic import ValidationError
-
-    from kernels.bench.models import RunFile, format_validation_error
-
-    try:
-        return RunFile.model_validate_json(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        parser.error(f"cannot read {path}: {exc.strerror or exc}")
-    except ValidationError as exc:
-        parser.error(f"{path} is not a result file:\n" + format_validation_error(exc)[:2000])
-
-
-def cmd_table(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from kernels.bench.report import markdown_tables, print_summary
-
-    runs = sorted((_read_run_file(parser, path) for path in args.files), key=lambda run: run.run.created_at)
-    for i, run in enumerate(runs):
-        if args.markdown:
-            print(("\n" if i else "") + markdown_tables(run, args.dtype), end="")
-            continue
-        if args.dtype:
-            run = run.model_copy(update={"rows": [r for r in run.rows if r.dtype in set(args.dtype)]})
-        print_summary(run, _wide_console())
-    return 0
-
-
-def cmd_plot(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from kernels.bench.plot import PlotlyUnavailable, write_plot_html
-
-    run = _read_run_file(parser, args.file)
-    out = args.out or args.file.with_suffix(".html")
-    try:
-        print(f"wrote {write_plot_html(run, out)}")
-    except PlotlyUnavailable as exc:
-        parser.error(str(exc))
-    return 0
 
 
 # -- serve --------------------------------------------------------------------------------------------

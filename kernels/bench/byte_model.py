@@ -10,13 +10,13 @@ so GB/s compare like time does, and the copy ceiling (read + write bytes of a de
 is the same kind of number.
 
 ``actual_bytes`` adds the traffic a backward strategy is known to add on top of the minimum, so a chart
-can show why a variant is slower:
+can show why a variant is slower. The implementation says it, through its ``launch(M, N, sm_count)``
+(kernels.registry), never through its family name:
 
-- ``workspace`` and ``persistent`` families: the fp32 dγ partial buffer, written and read back:
-  ``2 · partial_rows · N · 4`` with ``partial_rows`` from the implementation's ``launch(M, N, sm_count)``;
-- ``atomic`` family: an ESTIMATE of the atomic dγ traffic, ``programs · N · 4 · 2`` (each program's
-  fp32 read-modify-write of dγ in L2);
-- everything else (and the forward): unknown, ``None``.
+- ``extra_bytes`` (with ``extra_bytes_note``), when the launch gives it (e.g. the atomic backward's
+  estimate of its dγ read-modify-write traffic);
+- else ``partial_rows``: the fp32 dγ partial buffer, written and read back, ``2 · partial_rows · N · 4``;
+- no launch, or neither key (and the forward): unknown, ``None``.
 """
 
 from __future__ import annotations
@@ -55,15 +55,15 @@ class ActualBytes:
     """What was added, and whether it is exact or an estimate."""
 
 
-def actual_bytes(pass_: str, M: int, N: int, dtype: str, family: str, launch: Optional[dict]) -> Optional[ActualBytes]:
-    """Minimum bytes plus the known extra traffic of the implementation's dγ strategy, or ``None``."""
+def actual_bytes(pass_: str, M: int, N: int, dtype: str, launch: Optional[dict]) -> Optional[ActualBytes]:
+    """Minimum bytes plus the extra traffic the implementation's launch declares, or ``None``."""
     if pass_ != "bwd" or not launch:
         return None
     base = min_bytes(pass_, M, N, dtype)
-    if family in ("workspace", "persistent") and launch.get("partial_rows"):
+    if launch.get("extra_bytes") is not None:
+        note = str(launch.get("extra_bytes_note") or "+ extra traffic declared by the implementation")
+        return ActualBytes(base + int(launch["extra_bytes"]), note)
+    if launch.get("partial_rows"):
         rows = int(launch["partial_rows"])
         return ActualBytes(base + 2 * rows * N * PARTIAL_BYTES, f"+ fp32 dγ partials written and read back (2·{rows}·N·4)")
-    if family == "atomic" and launch.get("programs"):
-        programs = int(launch["programs"])
-        return ActualBytes(base + programs * N * PARTIAL_BYTES * 2, f"estimate: + atomic dγ traffic ({programs}·N·4·2)")
     return None

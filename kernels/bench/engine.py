@@ -13,12 +13,17 @@ Triton interpreter was not asked for (or was not switched on before Triton was i
 timing is asked for on CPU, or the memory estimate (kernels.bench.memory) exceeds the free memory. A
 failure while running (an exception from the kernel, a wrong output shape, out of memory) makes an
 ``error`` row with the reason; the next case still runs.
+
+Before timing, unless the sweep says ``verify: false``, the correctness gate (kernels.bench.verify) runs the
+implementation once on the case's own inputs against the fp64 reference: a case that fails it is still
+timed but its row is ``wrong`` (never ranked best). With ``profile: true`` the timed case is then profiled
+(kernels.bench.profile) and the row carries its kernel breakdown. Both stay outside the timed region.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gc
-import os
 import time
 import uuid
 import zlib
@@ -28,9 +33,11 @@ import torch
 
 from kernels.bench import device as devices
 from kernels.bench import memory
+from kernels.bench.admission import refusal, size_sets
 from kernels.bench.byte_model import actual_bytes, element_size, min_bytes
 from kernels.bench.ceiling import Ceiling, measure_copy
-from kernels.bench.models import Case, ResultRow, RunFile, RunHeader, Sweep, default_registry
+from kernels.bench.models import Case, ResultRow, RunFile, RunHeader, Sweep
+from kernels.bench.profile import profile_workload
 from kernels.bench.summary import summarize
 from kernels.bench.timing import (
     EPS,
@@ -38,25 +45,13 @@ from kernels.bench.timing import (
     ForwardWorkload,
     measure,
     measure_cuda_graph,
-    needs_flush,
     random_inputs,
-    rotating_sets,
 )
-from kernels.registry import Implementation, Registry
+from kernels.bench.verify import Verdict, verify
+from kernels.registry import Implementation, Registry, default_registry
 
 TORCH_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 MAX_REASON = 600
-
-
-def runs_triton(impl: Implementation) -> bool:
-    """Whether an implementation launches Triton kernels (so on CPU it needs the Triton interpreter)."""
-    module = getattr(impl.fn, "__module__", "") or ""
-    return (
-        "triton" in impl.requires
-        or "liger_kernel" in impl.requires
-        or impl.name.startswith("triton")
-        or module.startswith("kernels.triton")
-    )
 
 
 def _validated(sweep: Union[Sweep, Mapping[str, Any]], registry: Registry) -> Sweep:
@@ -89,6 +84,22 @@ def plan(sweep: Union[Sweep, Mapping[str, Any]], registry: Optional[Registry] = 
 def _short(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}".strip()
     return text if len(text) <= MAX_REASON else text[: MAX_REASON - 1] + "…"
+
+
+class _Outcome:
+    """What `DeviceBench._measure` found, kept even when a later step raises."""
+
+    def __init__(self) -> None:
+        self.verdict: Optional[Verdict] = None
+        self.stats = None
+        self.profile: Optional[dict] = None
+        self.profile_error: Optional[str] = None
+        self.stage = "input allocation"
+
+
+def _finite(value: float) -> Optional[float]:
+    """JSON has no inf: an output with NaN/Inf has no finite error (the reason says so)."""
+    return value if value == value and value not in (float("inf"), float("-inf")) else None
 
 
 class DeviceBench:
@@ -137,6 +148,8 @@ class DeviceBench:
         timing: str = "events",
         run_id: str = "",
         triton_interpreter: bool = False,
+        verify: bool = True,
+        profile: bool = False,
     ) -> ResultRow:
         started = time.time()
         cpu = self.device.type != "cuda"
@@ -167,48 +180,22 @@ class DeviceBench:
                 row["launch"] = dict(impl.launch(case.M, case.N, self._launch_sm_count(impl)))
             except Exception as exc:
                 row["launch_error"] = _short(exc)
-        if case.pass_ not in impl.passes:
-            return finish("skipped", f"{impl.name} does not provide the {case.pass_} pass (it provides {', '.join(impl.passes)})")
-        reason = impl.unavailable_reason()
+        reason = refusal(impl, case.pass_, case.dtype, cpu, timing, triton_interpreter)
         if reason:
-            return finish("skipped", f"{impl.name} is not available here: {reason}")
-        if case.dtype not in TORCH_DTYPES:
-            return finish("skipped", f"dtype {case.dtype!r} is not supported by the engine")
-        if cpu and runs_triton(impl):
-            if not triton_interpreter:
-                return finish(
-                    "skipped",
-                    "Triton kernel on CPU: runs only under the Triton interpreter; ask for it with "
-                    "triton_interpreter: true (CLI: --interpreter); its timings are interpreter timings",
-                )
-            if os.environ.get("TRITON_INTERPRET") != "1":
-                return finish(
-                    "skipped",
-                    "Triton interpreter asked for, but TRITON_INTERPRET=1 was not set before Triton was imported "
-                    "in this process (set it in the environment, or start through rmsnorm-dash)",
-                )
+            return finish("skipped", reason)
+        if cpu and impl.uses_triton:
             row["mode"] = "interpreter"
-        if timing == "cuda-graph" and cpu:
-            return finish("skipped", "cuda-graph timing needs a CUDA device")
 
-        actual = actual_bytes(case.pass_, case.M, case.N, case.dtype, impl.family, row["launch"])
+        actual = actual_bytes(case.pass_, case.M, case.N, case.dtype, row["launch"])
         if actual is not None:
             row["actual_bytes"] = actual.bytes
             row["actual_bytes_note"] = actual.note
 
         # Memory: decided before anything of the case is allocated.
         elem = element_size(case.dtype)
-        fp = memory.footprint(case.pass_, case.M, case.N, elem, impl.family, row["launch"])
-        l2 = self.info.l2_bytes
-        # more sets than timed + warm-up repetitions would never be used
-        wanted = min(rotating_sets(row["bytes"], l2), max(1, repetitions + max(warmup, 1)))
+        fp = memory.footprint(case.pass_, case.M, case.N, elem, impl.launch is not None, row["launch"])
         budget = memory.budget(self.free_memory(), self.device.type)
-        sets = memory.fit_sets(fp, wanted, budget)
-        flush_bytes = 0
-        if sets and needs_flush(sets, row["bytes"], l2):
-            with_flush = memory.fit_sets(fp, wanted, budget, 2 * l2)
-            if with_flush:  # else: no room for a flush buffer; measured with the sets that fit (row says so)
-                sets, flush_bytes = with_flush, 2 * l2
+        sets, flush_bytes = size_sets(fp, row["bytes"], self.info.l2_bytes, repetitions, warmup, budget)
         if sets == 0:
             need = fp.total(1) + flush_bytes
             return finish(
@@ -220,35 +207,34 @@ class DeviceBench:
             )
         row.update(rotating_sets=sets, l2_flush=bool(flush_bytes), memory_estimate_bytes=fp.total(sets) + flush_bytes)
 
+        outcome = _Outcome()
         try:
-            stats, error = self._measure(impl, case, sets, flush_bytes, timing, repetitions, warmup), None
+            self._measure(impl, case, sets, flush_bytes, timing, repetitions, warmup, verify, profile, outcome)
+            error = None
         except Exception as exc:
-            stats, error = None, _short(exc)
+            error = _short(exc)
         self._free()  # after the except block, so the traceback no longer holds the case's tensors
+        verdict = outcome.verdict
+        if verdict is not None:
+            row.update(verified=verdict.verified, max_rel_err=_finite(verdict.max_rel_err), tolerance=verdict.tolerance,
+                       rows_checked=verdict.rows_checked)
+        if outcome.profile_error is not None:
+            row["profile_error"] = outcome.profile_error
         if error is not None:
-            return finish("error", error)
+            return finish("error", (f"in the {outcome.stage}: " if outcome.stage != "timing" else "") + error)
+        stats = outcome.stats
 
         gbps = row["bytes"] / (stats.median_us * 1e-6) / 1e9 if stats.median_us > 0 else None
         ceiling = self.ceiling()
         pct = 100.0 * gbps / ceiling.GBps if (gbps is not None and ceiling is not None and ceiling.GBps > 0) else None
-        return finish(
-            "ok",
-            None,
-            median_us=stats.median_us,
-            min_us=stats.min_us,
-            max_us=stats.max_us,
-            q1_us=stats.q1_us,
-            q3_us=stats.q3_us,
-            repetitions=stats.repetitions,
-            host_us=stats.host_us,
-            GBps=gbps,
-            pct_of_ceiling=pct,
-        )
+        wrong = verdict is not None and not verdict.verified
+        return finish("wrong" if wrong else "ok", verdict.reason if wrong else None, profile=outcome.profile,
+                      **dataclasses.asdict(stats), GBps=gbps, pct_of_ceiling=pct)
 
     def _launch_sm_count(self, impl: Implementation) -> int:
         """The SM count the kernel itself plans its grid with: the device's, except for Triton under the CPU
         interpreter, where the kernels pretend to be on a GPU (``kernels.triton_mode.INTERPRETER_SM_COUNT``)."""
-        if self.device.type == "cuda" or not runs_triton(impl):
+        if self.device.type == "cuda" or not impl.uses_triton:
             return self.info.sm_count
         try:
             from kernels.triton_mode import INTERPRETER_SM_COUNT
@@ -256,20 +242,31 @@ class DeviceBench:
             return self.info.sm_count
         return INTERPRETER_SM_COUNT
 
-    def _measure(self, impl: Implementation, case: Case, sets: int, flush_bytes: int, timing: str, repetitions: int, warmup: int):
+    def _measure(self, impl: Implementation, case: Case, sets: int, flush_bytes: int, timing: str, repetitions: int,
+                 warmup: int, check: bool, profile: bool, outcome: "_Outcome") -> None:
         with self._on_device():
             dtype = TORCH_DTYPES[case.dtype]
             seed = zlib.crc32(case.label().encode())
             xs, weight, dys = random_inputs(case.M, case.N, dtype, self.device, sets, case.pass_ == "bwd", seed)
+            if check:  # the case's own first input set; before any timing, its tensors freed before the warm-up
+                outcome.stage = "correctness check"
+                outcome.verdict = verify(impl.fn, xs[0], weight, dys[0] if dys else None, EPS, seed)
+                self._free()
             if case.pass_ == "fwd":
                 workload = ForwardWorkload(impl.fn, xs, weight, EPS)
             else:
                 workload = BackwardWorkload(impl.fn, xs, weight, dys, EPS)
             del xs, dys
+            outcome.stage = "timing"
             flush = torch.empty(flush_bytes, dtype=torch.uint8, device=self.device) if flush_bytes else None
             measurer = measure_cuda_graph if (timing == "cuda-graph" and self.device.type == "cuda") else measure
             try:
-                return measurer(workload, repetitions, warmup, self.device, flush)
+                outcome.stats = measurer(workload, repetitions, warmup, self.device, flush)
+                if profile:
+                    try:
+                        outcome.profile = profile_workload(workload, self.device)
+                    except Exception as exc:  # a profiler failure leaves the timing standing
+                        outcome.profile_error = _short(exc)
             finally:
                 workload.release()
 
@@ -336,6 +333,8 @@ def iter_run(
             timing=sweep.timing,
             run_id=run_id,
             triton_interpreter=sweep.triton_interpreter,
+            verify=sweep.verify,
+            profile=sweep.profile,
         )
         if on_progress is not None:
             on_progress(done, total, row)
@@ -347,4 +346,5 @@ def run_sweep(sweep: Union[Sweep, Mapping[str, Any]], **kwargs: Any) -> RunFile:
     items = list(iter_run(sweep, **kwargs))
     header, rows = items[0], items[1:]
     expected = len(plan(sweep, kwargs.get("registry")))
-    return RunFile(run=header, rows=rows, summary=summarize(rows, complete=len(rows) == expected))
+    summary = summarize(rows, complete=len(rows) == expected, baseline=_validated(sweep, kwargs.get("registry") or default_registry()).baseline)
+    return RunFile(run=header, rows=rows, summary=summary)

@@ -2,8 +2,8 @@
 
 Held for the whole case:
 - per rotating set: x (M·N·s); the backward adds dy (M·N·s), the graph's output y (M·N·s) and what the
-  forward saved for the backward (rstd for the fused kernels; an allowance of 2·M·N·4 fp32 intermediates
-  for baselines and unknown implementations, whose autograd saves up-cast copies);
+  forward saved for the backward (rstd for fused kernels — those whose registry entry has a ``launch``;
+  an allowance of 2·M·N·4 fp32 intermediates for the others, whose autograd saves up-cast copies);
 - shared: γ, and the L2 flush buffer when one is used.
 Transient, per call: the outputs (two live at once: the new one and the previous), the fp32 dγ partials
 (``partial_rows·N·4``) and an allowance of 3·M·N·4 for the fp32 temporaries an unfused implementation makes.
@@ -20,7 +20,6 @@ from typing import Optional
 GPU_SAFETY = 0.9
 CPU_SAFETY = 0.5
 FIXED_OVERHEAD = 64 << 20
-FUSED_FAMILIES = ("atomic", "workspace", "persistent")
 
 
 @dataclass(frozen=True)
@@ -33,9 +32,12 @@ class Footprint:
         return self.shared + self.transient + sets * self.per_set + FIXED_OVERHEAD
 
 
-def footprint(pass_: str, M: int, N: int, elem: int, family: str, launch: Optional[dict]) -> Footprint:
+def footprint(pass_: str, M: int, N: int, elem: int, fused: bool, launch: Optional[dict]) -> Footprint:
+    """``fused``: the implementation's autograd saves only rstd (no fp32 copies, no unfused temporaries);
+    ``launch``: its ``launch()`` dict (``partial_rows``), or None."""
+    if not isinstance(fused, bool):
+        raise TypeError(f"fused must be a bool (the implementation has a launch()), got {fused!r}")
     mn = M * N
-    fused = family in FUSED_FAMILIES
     saved = M * 4 if fused else 2 * mn * 4 + M * 4
     temporaries = 0 if fused else 3 * mn * 4
     partials = int((launch or {}).get("partial_rows") or 0) * N * 4

@@ -16,16 +16,16 @@ service can validate a request without touching a device.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from kernels.registry import REGISTRY, Registry, load_all
+from kernels.registry import Registry, default_registry  # noqa: F401  (re-exported)
+from kernels.bench.presets import get_preset
+from kernels.limits import DEVICE_RE, MAX_N  # noqa: F401  (MAX_N re-exported for the service)
 
 MAX_LIST = 64
 MAX_M = 1 << 20
-MAX_N = 65536
 MAX_ELEMENTS = 1 << 31
 """Largest M·N of one case (elements of x)."""
 
@@ -47,19 +47,6 @@ Pass = Literal["fwd", "bwd"]
 Status = Literal["ok", "skipped", "error", "wrong"]
 """``wrong``: timed, but the correctness gate found the output off the fp64 reference (never ranked best)."""
 Mode = Literal["cuda", "cpu", "interpreter"]
-
-_DEVICE_RE = re.compile(r"^(auto|cpu|cuda(:\d{1,3})?)$")
-
-_registry_loaded = False
-
-
-def default_registry() -> Registry:
-    """The global registry, populated once per process (built-ins, entry points, ``RMSNORM_PLUGINS``)."""
-    global _registry_loaded
-    if not _registry_loaded:
-        load_all()
-        _registry_loaded = True
-    return REGISTRY
 
 
 def normalise_dtype(name: str) -> str:
@@ -183,11 +170,37 @@ class Sweep(AliasModel):
                 )
         return value
 
+    @field_validator("preset")
+    @classmethod
+    def _known_preset(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None:
+            get_preset(value)  # ValueError naming the known presets
+        return value
+
+    @model_validator(mode="after")
+    def _apply_preset(self) -> "Sweep":
+        """A preset's M and N replace the defaults. "Explicit" means the field was in the request
+        (pydantic's ``model_fields_set``): an explicit M or N wins, even when equal to the default; the other
+        comes from the preset. The validated sweep then carries the resolved lists (and keeps ``preset``)."""
+        if self.preset is None:
+            return self
+        preset = get_preset(self.preset)
+        explicit = self.model_fields_set
+        if "M" not in explicit:
+            self.M = list(preset["M"])
+        if "N" not in explicit:
+            self.N = list(preset["N"])
+        too_big = [(m, n) for m in self.M for n in self.N if m * n > MAX_ELEMENTS]
+        if too_big:
+            m, n = max(too_big, key=lambda mn: mn[0] * mn[1])
+            raise ValueError(f"M·N must be at most {MAX_ELEMENTS} elements per case; M={m} × N={n} = {m * n}")
+        return self
+
     @field_validator("device")
     @classmethod
     def _device(cls, value: str) -> str:
         value = value.strip().lower()
-        if not _DEVICE_RE.match(value):
+        if not DEVICE_RE.match(value):
             raise ValueError(f'device must be "auto", "cpu", "cuda" or "cuda:<index>", got {value!r}')
         return value
 

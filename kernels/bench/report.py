@@ -1,6 +1,10 @@
 """The summary table printed at the end of ``rmsnorm-dash bench``: one table per (pass, dtype), a line per
-shape, a column per implementation, each cell ``GB/s`` and ``% of ceiling``; the best of a shape is
-marked ★. Skipped and failed cases show ``skip``/``error`` (the reasons are in the result file)."""
+shape, a column per implementation, each cell ``GB/s``, ``% of ceiling`` and the speedup over the run's
+baseline (``1.23×``); the best of a shape is marked ★. Where the rows carry a host time (CUDA, event
+timing), each implementation's column is followed by its ``host µs`` next to its GPU ``µs`` (``!`` where
+the host takes longer than the GPU: CPU-bound there). Skipped and failed cases show ``skip``/``error``; a
+row that failed the correctness gate shows ``wrong`` with its GB/s struck through, and is never ★ (the
+reasons are in the result file)."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kernels.bench.models import ResultRow, RunFile, RunHeader
+from kernels.bench.summary import DEFAULT_BASELINE, shape_key
 
 BEST = "★"
 
@@ -37,29 +42,54 @@ def measured_text(row: ResultRow) -> str:
     return f"{gbps_text(row.GBps)}{pct}"
 
 
-def summary_tables(header: RunHeader, rows: Iterable[ResultRow]) -> list[Table]:
+def summary_tables(header: RunHeader, rows: Iterable[ResultRow], speedup: Optional[dict] = None) -> list[Table]:
+    """``speedup``: the summary's ``speedup`` (``{"baseline", "by_shape"}``); without it none is shown."""
     rows = list(rows)
     impls = list(dict.fromkeys(r.impl for r in rows))
     groups = by_pass_and_shape(rows)
     ceiling = f"{gbps_text(header.ceiling_GBps)} GB/s" if header.ceiling_GBps else "not measured"
+    by_shape = (speedup or {}).get("by_shape") or {}
+    baseline = (speedup or {}).get("baseline") or DEFAULT_BASELINE
     tables = []
     for (pass_, dtype), shapes in groups.items():
+        hosts = {i for by in shapes.values() for i, r in by.items() if _host(r) is not None and r.median_us}
+        note = f"; ×: speedup over {baseline}" if any(shape_key(pass_, dtype, m, n) in by_shape for m, n in shapes) else ""
         table = Table(
-            title=f"{pass_} · {dtype} · {header.device.name} · GB/s (% of copy ceiling {ceiling}); {BEST} best per shape",
+            title=f"{pass_} · {dtype} · {header.device.name} · GB/s (% of copy ceiling {ceiling}){note}; "
+                  f"{BEST} best per shape" + ("; GPU µs / host µs (! host slower: CPU-bound)" if hosts else ""),
             title_justify="left",
         )
         table.add_column("M×N", justify="right", no_wrap=True)
         for impl in impls:
             table.add_column(impl, justify="right")
+            if impl in hosts:
+                table.add_column(f"{impl} µs/host", justify="right", style="dim")
         for (m, n), by_impl in shapes.items():
             best = best_impl(by_impl)
+            ratios = by_shape.get(shape_key(pass_, dtype, m, n), {})
             cells = []
             for impl in impls:
                 r = by_impl.get(impl)
-                cells.append(_cell(r, r is not None and r.impl == best))
+                cells.append(_cell(r, r is not None and r.impl == best, ratios.get(impl)))
+                if impl in hosts:
+                    cells.append(host_text(r))
             table.add_row(f"{m}×{n}", *cells)
         tables.append(table)
     return tables
+
+
+def host_text(row: Optional[ResultRow]) -> str:
+    """``GPU µs / host µs``, with ``!`` where the host time exceeds the GPU time."""
+    host = _host(row)
+    if host is None or not row.median_us:
+        return ""
+    flag = " !" if host > row.median_us else ""
+    return f"{row.median_us:.1f}/{host:.1f}{flag}"
+
+
+def _host(row: Optional[ResultRow]) -> Optional[float]:
+    """A row's ``host_us`` (an extra field: CUDA event timing only; older files lack it)."""
+    return getattr(row, "host_us", None) if row is not None else None
 
 
 def gbps_text(value: float) -> str:
@@ -71,23 +101,30 @@ def gbps_text(value: float) -> str:
     return f"{value:.3g}"
 
 
-def _cell(row: Optional[ResultRow], best: bool) -> str:
+def _cell(row: Optional[ResultRow], best: bool, ratio: Optional[float] = None) -> str:
     if row is None:
         return ""
+    if row.status == "wrong":
+        timed = f" [strike]{gbps_text(row.GBps)}[/strike]" if row.GBps else ""
+        return f"[bold red]wrong[/bold red]{timed}"
     if row.status != "ok":
         return "[dim]skip[/dim]" if row.status == "skipped" else "[red]error[/red]"
-    text = measured_text(row)
+    text = measured_text(row) + (f" {ratio:.2f}×" if ratio is not None else "")
     return f"[bold green]{BEST} {text}[/bold green]" if best else text
 
 
 def print_summary(run: RunFile, console: Optional[Console] = None) -> None:
     console = console or Console()
-    for table in summary_tables(run.run, run.rows):
-        console.print(table)
     s = run.summary or {}
+    for table in summary_tables(run.run, run.rows, s.get("speedup")):
+        console.print(table)
     if s:
         note = "" if s.get("complete", True) else " (incomplete: cancelled)"
-        console.print(f"{s.get('rows', 0)} cases: {s.get('ok', 0)} ok, {s.get('skipped', 0)} skipped, {s.get('error', 0)} error{note}")
+        console.print(f"{s.get('rows', 0)} cases: {s.get('ok', 0)} ok, {s.get('wrong', 0)} wrong, "
+                      f"{s.get('skipped', 0)} skipped, {s.get('error', 0)} error{note}")
+    for r in run.rows:
+        if r.status == "wrong":
+            console.print(f"[red]wrong[/red] {r.impl} {r.pass_} {r.dtype} {r.M}×{r.N}: {r.reason}")
     modes = {r.mode for r in run.rows if r.status == "ok"}
     if "interpreter" in modes:
         console.print("[yellow]Triton interpreter timings are CPU emulation, not kernel performance.[/yellow]")
@@ -103,7 +140,8 @@ def timing_note(rows) -> str:
 
 def markdown_tables(run: RunFile, dtypes: Optional[Iterable[str]] = None) -> str:
     """The same tables as Markdown (the README's results section is generated by this, never typed):
-    GB/s and % of the run's copy ceiling per implementation and shape, best per shape in bold with ★."""
+    GB/s and % of the run's copy ceiling per implementation and shape, best per shape in bold with ★ (only ``ok``
+    rows: a ``wrong`` one shows its GB/s as failed, never bold)."""
     header = run.run
     rows = [r for r in run.rows if dtypes is None or r.dtype in set(dtypes)]
     impls = list(dict.fromkeys(r.impl for r in rows))
@@ -130,6 +168,8 @@ def markdown_tables(run: RunFile, dtypes: Optional[Iterable[str]] = None) -> str
                 r = by_impl.get(impl)
                 if r is None:
                     cells.append("")
+                elif r.status == "wrong":
+                    cells.append(f"wrong ({gbps_text(r.GBps)}, failed the fp64 check)" if r.GBps else "wrong")
                 elif r.status != "ok":
                     cells.append(r.status)
                 else:

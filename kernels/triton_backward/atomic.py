@@ -43,7 +43,9 @@ def atomic_launch(M: int, N: int, sm_count: int = 0) -> dict:
     tile = backward_tile(N)
     programs = -(-M // tile.rows)
     return {"programs": programs, "rows_per_program": tile.rows, "partial_rows": 1,
-            "block": tile.block, "num_warps": tile.num_warps}
+            "block": tile.block, "num_warps": tile.num_warps,
+            "extra_bytes": programs * N * 4 * 2,
+            "extra_bytes_note": f"estimate: + atomic dγ traffic ({programs}·N·4·2)"}
 
 
 def atomic_backward(dy2d, x2d, weight, rstd, *, tile=None):
@@ -66,6 +68,7 @@ def atomic_backward(dy2d, x2d, weight, rstd, *, tile=None):
     description="Triton backward, dγ by tl.atomic_add of every program's partial into one fp32 vector "
     "(contended; not bit-reproducible)",
     available_when=triton_unavailable_reason,
+    uses_triton=True,
     launch=atomic_launch,
 )
 def triton_atomic_rmsnorm(x, weight, eps=1e-6):

@@ -152,6 +152,7 @@ def persistent_backward(dy2d, x2d, weight, rstd, *, sm_count: int | None = None,
     description="Triton backward, persistent grid of SM count × k programs striding over rows, dγ partial kept "
     "in registers, one fp32 row per program, then a tiny column sum (deterministic)",
     available_when=triton_unavailable_reason,
+    uses_triton=True,
     launch=persistent_launch,
 )
 def triton_persistent_rmsnorm(x, weight, eps=1e-6):

@@ -102,6 +102,7 @@ def workspace_backward(dy2d, x2d, weight, rstd, *, tile=None, rows_per_program=N
     description="Triton backward, dγ partials of runs of ≥ 32 consecutive rows written to a [G, N] fp32 workspace, then summed "
     "by a vectorized column-sum kernel (deterministic)",
     available_when=triton_unavailable_reason,
+    uses_triton=True,
     launch=workspace_launch,
 )
 def triton_workspace_rmsnorm(x, weight, eps=1e-6):

@@ -128,7 +128,7 @@ def test_case_too_big_for_memory_is_skipped_not_crashed(client):
     from kernels.bench.device import free_memory_bytes
 
     big_m, big_n = MAX_ELEMENTS // 65536, 65536
-    need = memory.footprint("bwd", big_m, big_n, 4, "baseline", None).total(1)
+    need = memory.footprint("bwd", big_m, big_n, 4, False, None).total(1)
     if need <= memory.budget(free_memory_bytes(torch.device("cpu")), "cpu"):
         pytest.skip("this machine could hold the big case")
     body = {"implementations": ["eager"], "passes": ["bwd"], "dtypes": ["float32"], "M": [16, big_m], "N": [128, big_n],

@@ -18,21 +18,29 @@ def test_float32_doubles_the_tensor_bytes():
     assert element_size("float32") == 4 and element_size("bfloat16") == 2
 
 
-def test_actual_bytes_workspace_adds_the_partials_written_and_read():
-    got = actual_bytes("bwd", 16384, 4096, "bfloat16", "persistent", {"programs": 132, "rows_per_program": 125, "partial_rows": 132})
+def test_actual_bytes_partials_written_and_read():
+    got = actual_bytes("bwd", 16384, 4096, "bfloat16", {"programs": 132, "rows_per_program": 125, "partial_rows": 132})
     assert got.bytes == min_bytes("bwd", 16384, 4096, "bfloat16") + 2 * 132 * 4096 * 4
     assert "partials" in got.note
 
 
-def test_actual_bytes_atomic_is_labelled_an_estimate():
-    got = actual_bytes("bwd", 1024, 512, "bfloat16", "atomic", {"programs": 1024, "rows_per_program": 1, "partial_rows": 1})
-    assert got.bytes == min_bytes("bwd", 1024, 512, "bfloat16") + 1024 * 512 * 4 * 2
-    assert got.note.startswith("estimate")
+def test_actual_bytes_the_atomic_launch_declares_its_estimate():
+    from kernels.triton_backward.atomic import atomic_launch
+
+    launch = atomic_launch(1024, 512, 132)
+    got = actual_bytes("bwd", 1024, 512, "bfloat16", launch)
+    assert got.bytes == min_bytes("bwd", 1024, 512, "bfloat16") + launch["programs"] * 512 * 4 * 2
+    assert got.note.startswith("estimate") and launch["programs"] > 1
 
 
-@pytest.mark.parametrize("pass_, family, launch", [("fwd", "persistent", {"partial_rows": 8}), ("bwd", "baseline", None), ("bwd", "other", {"programs": 3})])
-def test_actual_bytes_unknown(pass_, family, launch):
-    assert actual_bytes(pass_, 64, 64, "bfloat16", family, launch) is None
+def test_declared_extra_bytes_win_over_the_partials_rule():
+    got = actual_bytes("bwd", 64, 64, "float32", {"partial_rows": 8, "extra_bytes": 12345, "extra_bytes_note": "mine"})
+    assert got.bytes == min_bytes("bwd", 64, 64, "float32") + 12345 and got.note == "mine"
+
+
+@pytest.mark.parametrize("pass_, launch", [("fwd", {"partial_rows": 8}), ("bwd", None), ("bwd", {"programs": 3})])
+def test_actual_bytes_unknown(pass_, launch):
+    assert actual_bytes(pass_, 64, 64, "bfloat16", launch) is None
 
 
 def test_bad_pass_and_dtype_rejected():

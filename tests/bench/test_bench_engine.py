@@ -19,7 +19,7 @@ def registry():
     return make_registry(
         failing=Implementation("test-failing", fn=failing),
         wrong=Implementation("test-wrong-shape", fn=wrong_shape),
-        triton=Implementation("triton-pretend", fn=torch_rmsnorm, family="persistent",
+        triton=Implementation("triton-pretend", fn=torch_rmsnorm, family="persistent", uses_triton=True,
                               launch=lambda M, N, sm: {"programs": sm, "rows_per_program": -(-M // sm), "partial_rows": sm}),
     )
 

@@ -41,7 +41,7 @@ def test_table_marks_the_best_per_shape_and_shows_percent():
     fwd_128 = lines[0]
     assert f"{BEST} 950 (95%)" in fwd_128 and f"{BEST} 900" not in fwd_128 and "skip" in fwd_128
     assert f"{BEST} 800 (80%)" in lines[1] and "error" in lines[1]
-    assert "6 cases: 4 ok, 1 skipped, 1 error" in text
+    assert "6 cases: 4 ok, 0 wrong, 1 skipped, 1 error" in text
     assert len(summary_tables(make_run(ROWS).run, make_run(ROWS).rows)) == 2  # fwd and bwd
 
 
@@ -78,3 +78,27 @@ def test_plot_without_plotly_js_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv(plot_mod.PLOTLY_JS_ENV, str(js))
     page = plot_mod.write_plot_html(make_run(ROWS), tmp_path / "x.html").read_text()
     assert "window.Plotly = {newPlot" in page and "M=64" in page and "Plotly.newPlot" in page
+
+
+def test_host_column_wrong_cell_and_speedup():
+    from kernels.bench.report import host_text, summary_tables
+    from kernels.bench.models import ResultRow, RunHeader
+    from rich.console import Console
+
+    header = RunHeader.model_validate({"run_id": "r", "created_at": "2026-12-02T00:00:00Z", "ceiling_GBps": 100.0,
+                                       "ceiling_method": "m", "versions": {}, "sweep": {},
+                                       "device": {"kind": "cuda", "name": "GPU", "sm_count": 1, "memory_bytes": 1,
+                                                  "l2_bytes": 1}})
+    base = {"run_id": "r", "pass": "bwd", "dtype": "bfloat16", "M": 8, "N": 16, "bytes": 1, "mode": "cuda",
+            "device": {"name": "GPU"}, "started_at": 0.0, "ended_at": 0.0}
+    rows = [ResultRow.model_validate({**base, "impl": "a", "status": "ok", "GBps": 50.0, "median_us": 10.0, "host_us": 12.5}),
+            ResultRow.model_validate({**base, "impl": "b", "status": "wrong", "GBps": 90.0, "median_us": 5.0, "host_us": 1.0,
+                                      "reason": "wrong: dx"})]
+    assert host_text(rows[0]) == "10.0/12.5 !" and host_text(rows[1]) == "5.0/1.0"
+    speedup = {"baseline": "a", "by_shape": {"bwd/bfloat16/8x16": {"a": 1.0}}}
+    console = Console(width=200, record=True)
+    for t in summary_tables(header, rows, speedup):
+        console.print(t)
+    text = console.export_text()
+    assert "a µs/host" in text and "10.0/12.5 !" in text and "1.00×" in text
+    assert "★ 50.0" in text and "wrong" in text and "★ 90" not in text

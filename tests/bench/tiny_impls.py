@@ -63,3 +63,20 @@ def make_registry(**extra: Implementation) -> Registry:
     for impl in extra.values():
         reg.add(impl)
     return reg
+
+
+def off_by_one_percent(x, weight, eps=1e-6):
+    """Fast and wrong: the right answer × 1.01 (autograd carries the error into dx and dγ too)."""
+    return torch_rmsnorm(x, weight, eps) * 1.01
+
+
+def one_wrong_row(row_of: "callable"):
+    """Right everywhere except one row (``row_of(M)``), which is off by 5 % — in y, and so in dx."""
+
+    def fn(x, weight, eps=1e-6):
+        y = torch_rmsnorm(x, weight, eps)
+        scale = torch.ones(x.shape[0], 1, dtype=y.dtype, device=y.device)
+        scale[row_of(x.shape[0])] = 1.05
+        return y * scale
+
+    return fn

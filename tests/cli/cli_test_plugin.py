@@ -11,3 +11,11 @@ def _rmsnorm(x, weight, eps=1e-6):
 
 
 impl = Implementation("cli-test-torch", fn=_rmsnorm, family="baseline", description="CLI test plugin", source="plugin")
+
+
+def _off_by_one_percent(x, weight, eps=1e-6):
+    return _rmsnorm(x, weight, eps) * 1.01
+
+
+wrong = Implementation("cli-test-wrong", fn=_off_by_one_percent, family="other",
+                       description="fast and 1 % off: must come back wrong", source="plugin")

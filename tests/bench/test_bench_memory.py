@@ -1,0 +1,35 @@
+"""Unit tests of kernels.bench.memory (the estimate checked before a case is allocated)."""
+
+import pytest
+
+from kernels.bench import memory
+
+
+def test_fused_backward_saves_rstd_only_and_counts_partials():
+    M, N, s = 1024, 512, 2
+    fp = memory.footprint("bwd", M, N, s, True, {"partial_rows": 132})
+    assert fp.per_set == 3 * M * N * s + M * 4
+    assert fp.transient == 2 * (M * N * s + N * s) + 132 * N * 4
+    unfused = memory.footprint("bwd", M, N, s, False, None)
+    assert unfused.per_set == 3 * M * N * s + 2 * M * N * 4 + M * 4
+    assert unfused.transient == 2 * (M * N * s + N * s) + 3 * M * N * 4
+    assert fp.total(3) == fp.shared + fp.transient + 3 * fp.per_set + memory.FIXED_OVERHEAD
+
+
+def test_family_name_is_not_accepted_for_fused():
+    with pytest.raises(TypeError, match="fused must be a bool"):
+        memory.footprint("fwd", 8, 8, 2, "persistent", None)
+
+
+def test_fit_sets_bounds():
+    fp = memory.Footprint(per_set=100, shared=0, transient=0)
+    base = memory.FIXED_OVERHEAD
+    assert memory.fit_sets(fp, 10, base + 99) == 0
+    assert memory.fit_sets(fp, 10, base + 350) == 3
+    assert memory.fit_sets(fp, 2, base + 10_000) == 2
+    assert memory.fit_sets(fp, 10, base + 350, flush_bytes=200) == 1
+
+
+def test_budget_and_human():
+    assert memory.budget(1000, "cuda") == 900 and memory.budget(1000, "cpu") == 500
+    assert memory.human(3 << 30) == "3.0 GiB" and memory.human(1536) == "1.5 KiB" and memory.human(12) == "12 B"
