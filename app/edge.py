@@ -77,6 +77,12 @@ def _is_ip(text: str) -> bool:
 
 # -- body size -----------------------------------------------------------------------------------------------------
 
+def too_large_message(limit: int, path: str) -> str:
+    what = "a result file to import" if path == IMPORT_PATH else "a request body"
+    setting = "RMSNORM_MAX_IMPORT_BYTES" if path == IMPORT_PATH else "RMSNORM_MAX_BODY_BYTES"
+    return f"{what} may be at most {limit} bytes ({limit / (1 << 20):.1f} MiB; the server's {setting}): 413"
+
+
 class BodyLimit:
     """ASGI middleware: a body announced (Content-Length) or sent larger than the path's limit is answered 413
     at once, without reading it whole; a chunked body is counted as it arrives. The body read (at most the limit)

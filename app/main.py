@@ -145,8 +145,13 @@ def allowed_methods(app: FastAPI, scope) -> list[str]:
     """Every method of every route whose path matches this request's (for the Allow header of a 405)."""
     from starlette.routing import Match
 
+    def walk(routes):
+        for route in routes:
+            inner = getattr(route, "original_router", None)  # FastAPI's included routers (no prefix used here)
+            yield from walk(inner.routes) if inner is not None else (route,)
+
     methods: set[str] = set()
-    for route in app.routes:
+    for route in walk(app.routes):
         match, _ = route.matches({**scope, "method": "GET"})
         if match != Match.NONE and getattr(route, "methods", None):
             match_any = [m for m in route.methods if route.matches({**scope, "method": m})[0] == Match.FULL]
