@@ -1,14 +1,18 @@
 # rmsnorm-dashboard on a cloud GPU:
 #   docker build -t rmsnorm-dashboard .
 #   docker run --gpus all -p 8000:8000 -e RMSNORM_API_TOKEN=change-me -v rmsnorm-data:/data rmsnorm-dashboard
-# The image brings CUDA, PyTorch and Triton; this project adds only its own code and the web stack.
-FROM pytorch/pytorch:2.9.0-cuda13.0-cudnn9-runtime
+# The stack every committed result was measured on: torch 2.11 (CUDA 13.0) and Triton 3.6. The base brings CUDA and
+# PyTorch; the install line below pins torch and Triton to exactly those versions (tests/deploy checks both against
+# results/*.json), and at start-up every GPU worker runs one Triton case: /api/health answers 503 if it failed.
+FROM pytorch/pytorch:2.11.0-cuda13.0-cudnn9-runtime
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    RMSNORM_DATA_DIR=/data
+    RMSNORM_DATA_DIR=/data \
+    RMSNORM_SELF_CHECK=gpu \
+    RMSNORM_EXPECT_VERSIONS=torch=2.11.0,triton=3.6.0
 
 WORKDIR /opt/rmsnorm-dashboard
 
@@ -23,7 +27,7 @@ COPY examples ./examples
 
 # Editable install: the service finds static/, templates/ and results/ beside its source.
 # torch is not a dependency of the package, so the image's CUDA build of torch stays as it is.
-RUN pip install --no-cache-dir -e ".[web]" \
+RUN pip install --no-cache-dir "torch==2.11.0" "triton==3.6.0" -e ".[web]" \
     && groupadd --gid 10001 rmsnorm && useradd --create-home --uid 10001 --gid 10001 --shell /usr/sbin/nologin rmsnorm \
     && mkdir -p /data \
     && chown 10001:10001 /data
@@ -32,7 +36,7 @@ USER 10001:10001
 VOLUME ["/data"]
 EXPOSE 8000
 
-HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+HEALTHCHECK --interval=30s --timeout=5s --start-period=180s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/api/health', timeout=4)"]
 
 # Bound to 0.0.0.0 inside the container, the service requires RMSNORM_API_TOKEN for POST /benchmark and DELETE;

@@ -1,10 +1,15 @@
-"""Who may write: `POST /benchmark`, `DELETE /api/runs/{id}` and `POST /api/runs/import` pass through
-`require_write_access`. The rule itself is `Settings.write_refusal` (loopback: anyone local; bound elsewhere: the
-API token, sent as ``Authorization: Bearer <token>`` or ``X-API-Token: <token>``)."""
+"""Who may write: `POST /benchmark`, `DELETE /api/runs/{id}` and `POST /api/runs/import` depend on
+`require_write_access`. The rule is `app.settings.write_refusal`: reached on a loopback socket, anyone local may
+write (with a Host from the allow-list: no DNS rebinding); reached on a socket other machines can reach (the
+address actually bound, whatever the settings say) or declared exposed, the API token is needed, sent as
+``Authorization: Bearer <token>`` or ``X-API-Token: <token>`` and compared in constant time."""
 
 from __future__ import annotations
 
-from fastapi import HTTPException, Request
+from fastapi import Depends, HTTPException, Request
+
+from app.edge import reached_exposed
+from app.settings import Settings, get_settings, write_refusal
 
 
 def presented_token(request: Request) -> str | None:
@@ -14,8 +19,15 @@ def presented_token(request: Request) -> str | None:
     return request.headers.get("x-api-token") or None
 
 
-def require_write_access(request: Request) -> None:
-    refusal = request.app.state.service.settings.write_refusal(presented_token(request))
+def request_exposed(request: Request, settings: Settings = Depends(get_settings)) -> bool:
+    """Whether this request must be treated as coming from another machine (FastAPI dependency)."""
+    return settings.exposed or reached_exposed(request.scope)
+
+
+def require_write_access(request: Request, settings: Settings = Depends(get_settings),
+                         exposed: bool = Depends(request_exposed)) -> None:
+    refusal = write_refusal(settings, presented_token(request), exposed=exposed,
+                            host_header=request.headers.get("host", ""))
     if refusal is not None:
         status, reason = refusal
         headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None

@@ -83,7 +83,6 @@ class Job:
         self.last_error: str | None = None
         self._position: tuple[int, str] | None = None
         self._listener = listener
-        self.submitted_at = time.time()
 
     def emit(self, line: dict) -> None:
         listener = self._listener
@@ -110,7 +109,7 @@ class Job:
 class Scheduler:
     def __init__(self, labels: Iterable[str], store: Store, max_queue: int, plugins: tuple[str, ...] = (),
                  ceiling_bytes: int | None = None, worker_factory=DeviceWorker,
-                 case_timeout_s: float | None = None) -> None:
+                 case_timeout_s: float | None = None, self_check: bool = False) -> None:
         self.labels = list(labels)
         self.case_timeout_s = case_timeout_s
         """A case unanswered after this long: its worker is killed and restarted, the case is an error row."""
@@ -119,13 +118,15 @@ class Scheduler:
         self.store = store
         self.max_queue = max_queue
         self.workers: dict[str, DeviceWorker] = {
-            label: worker_factory(label, plugins=plugins, ceiling_bytes=ceiling_bytes) for label in self.labels
+            label: worker_factory(label, plugins=plugins, ceiling_bytes=ceiling_bytes, self_check=self_check)
+            for label in self.labels
         }
         self.queues: dict[str, list[Job]] = {label: [] for label in self.labels}
         self._cond = threading.Condition()
         self._threads: dict[str, threading.Thread] = {}
         self._stopping = False
         self.ceilings: dict[str, float | None] = {}
+        self._live: set[str] = set()
 
     # -- life cycle -------------------------------------------------------------------------------------------
 
@@ -155,9 +156,10 @@ class Scheduler:
         for worker in self.workers.values():
             worker.stop()
 
-    @property
-    def started(self) -> bool:
-        return bool(self._threads)
+    def is_running(self, run_id: str) -> bool:
+        """Whether a job with this run id is queued or being measured (its run may not be deleted yet)."""
+        with self._cond:
+            return run_id in self._live
 
     # -- requests ----------------------------------------------------------------------------------------------
 
@@ -193,6 +195,7 @@ class Scheduler:
                 )
             chosen = roomy if split else [min(roomy, key=self._load)]
             job.devices = chosen
+            self._live.add(job.run_id)
             for label in chosen:
                 self.queues[label].append(job)
             self._report_positions()
@@ -420,6 +423,7 @@ class Scheduler:
         job.emit({"type": "summary", **job.summary})
         job.finished.set()
         with self._cond:
+            self._live.discard(job.run_id)
             self._cond.notify_all()
 
 

@@ -17,7 +17,8 @@ from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
 
-from app.settings import Settings
+from app.edge import BodyLimit
+from app.settings import Settings, get_settings
 from app.state import Service
 from kernels.bench.device import package_version
 
@@ -26,8 +27,9 @@ log = logging.getLogger("rmsnorm.service")
 DESCRIPTION = """Benchmark RMSNorm implementations on this host's devices and browse stored runs.
 
 `POST /benchmark` streams NDJSON (`curl -N`): `queued`, `header`, one `row` per case as measured, `summary`.
-One job at a time per device; a full queue is answered 429. Writes need the API token when the server listens on a
-non-loopback address (`Authorization: Bearer <token>`)."""
+One job at a time per device; a full queue is answered 429. Writes need the API token when the server is reachable
+from other machines (the socket actually bound, or `RMSNORM_EXPOSED=1` behind a proxy; `Authorization: Bearer
+<token>`); token-less writes must name an allowed Host. Bodies are capped (413): 1 MiB, imports 16 MiB."""
 
 
 def plotly_js_path() -> Path | None:
@@ -71,21 +73,39 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPIOffline(title="rmsnorm-dashboard", version=package_version(), description=DESCRIPTION, lifespan=lifespan)
     app.state.service = service
     app.state.settings = settings
+    app.dependency_overrides[get_settings] = lambda: settings
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes, import_limit=settings.max_import_bytes)
 
     @app.exception_handler(Exception)
     async def unexpected_error(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unexpected error on %s %s", request.method, request.url.path)
-        return JSONResponse(status_code=500,
-                            content={"detail": f"internal error: {type(exc).__name__}: {exc}"})
+        import uuid
+
+        ref = uuid.uuid4().hex[:12]
+        log.exception("unexpected error %s on %s %s", ref, request.method, request.url.path)
+        # the body never echoes the exception: internals stay in the server's log, found by the reference
+        return JSONResponse(status_code=500, content={"detail": f"internal error (reference {ref} in the server log)"})
+
+    from starlette.exceptions import HTTPException as StarletteHTTPException
+    from fastapi.exception_handlers import http_exception_handler
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException):
+        if exc.status_code == 405:  # Starlette names only the first route of the path; name every method it has
+            return JSONResponse(status_code=405, content={"detail": "Method Not Allowed"},
+                                headers={"Allow": ", ".join(allowed_methods(app, request.scope))})
+        return await http_exception_handler(request, exc)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         from fastapi.encoders import jsonable_encoder
 
+        from app.ndjson import finite
+
         errors = []
         for err in exc.errors():
             err = dict(err)
             err.pop("url", None)
+            err["input"] = finite(err.get("input"))  # NaN / Infinity in the input: JSON cannot carry them
             ctx = err.get("ctx")
             if isinstance(ctx, dict):
                 err["ctx"] = {k: (v if isinstance(v, (str, int, float, bool, type(None))) else str(v))
@@ -107,6 +127,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
         app.include_router(pages.router)
 
+    install_openapi(app)
     plotly_js = plotly_js_path()
 
     @app.get("/static/vendor/plotly.min.js", include_in_schema=False)
@@ -120,6 +141,49 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if settings.static_dir.is_dir():
         app.mount("/static", StaticFiles(directory=settings.static_dir), name="static")
     return app
+
+
+def allowed_methods(app: FastAPI, scope) -> list[str]:
+    """Every method of every route whose path matches this request's (for the Allow header of a 405)."""
+    from starlette.routing import Match
+
+    def walk(routes):
+        for route in routes:
+            inner = getattr(route, "original_router", None)  # FastAPI's included routers (no prefix used here)
+            yield from walk(inner.routes) if inner is not None else (route,)
+
+    methods: set[str] = set()
+    for route in walk(app.routes):
+        match, _ = route.matches({**scope, "method": "GET"})
+        if match != Match.NONE and getattr(route, "methods", None):
+            match_any = [m for m in route.methods if route.matches({**scope, "method": m})[0] == Match.FULL]
+            methods.update(match_any)
+    if "GET" in methods:
+        methods.add("HEAD")
+    return sorted(methods)
+
+
+def install_openapi(app: FastAPI) -> None:
+    """The schema FastAPI builds, plus the bodies the write routes read themselves (off the event loop) and the
+    413 every body-taking operation may answer."""
+    from fastapi.openapi.utils import get_openapi
+    from pydantic.json_schema import models_json_schema
+
+    from app.schemas import BenchmarkRequest, RunFileUpload
+
+    def openapi() -> dict:
+        if app.openapi_schema:
+            return app.openapi_schema
+        schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+        _, defs = models_json_schema([(BenchmarkRequest, "validation"), (RunFileUpload, "validation")],
+                                     ref_template="#/components/schemas/{model}")
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        for name, definition in defs.get("$defs", {}).items():
+            components.setdefault(name, definition)
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: str | Path | None = None,

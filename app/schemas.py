@@ -12,14 +12,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from kernels.bench.models import ResultRow, RunFile, RunHeader, Sweep
 
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|cuda)(:\d{1,3})?$")
-RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:\-]{1,200}$")
+RUN_ID_REGEX = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,199}$"
+RUN_ID_PATTERN = re.compile(RUN_ID_REGEX)
+"""A run id /api/runs/{id} can address: starts with a letter or digit (so never \".\" or \"..\")."""
 
 
 class BenchmarkRequest(Sweep):
     """`POST /benchmark`: a `Sweep`, where to run it, and whether to spread it over every device."""
 
     device: str = Field(
-        default="auto",
+        default="auto", max_length=16,
         description='"auto" (the least busy device), "cpu"/"cuda" (the least busy of that kind), or one device: '
         '"cuda:<index>" / "cpu:<index>" as listed by /api/health',
     )
@@ -96,6 +98,7 @@ class DeviceStatus(BaseModel):
     restarts: int = Field(description="times its worker was restarted after dying")
     ceiling_GBps: Optional[float] = None
     error: Optional[str] = None
+    self_check: Optional[dict[str, Any]] = None
 
 
 class Health(BaseModel):
@@ -106,21 +109,27 @@ class Health(BaseModel):
     ceiling_GBps: Optional[float] = Field(description="copy ceiling of the first device, once measured")
     gpus: list[DeviceStatus] = Field(description="every benchmark device (fake CPU devices too), with its queue")
     max_queue: int
-    token_required: bool
+    token_required: bool = Field(description="writes from where this request came need the API token")
     message: str
+    self_check: Optional[dict[str, Any]] = Field(
+        default=None, description='RMSNORM_SELF_CHECK=gpu: {"ok": true|false|null (pending), "detail"}; a failure '
+        'answers 503 (the image\'s HEALTHCHECK sees it)')
 
 
 class RunFileUpload(RunFile):
-    """`POST /api/runs/import`: a result file; ``headers`` (one per device) is kept when a split run has it."""
+    """`POST /api/runs/import`: a result file; ``headers`` (one per device) is kept when a split run has it.
+    Validated strictly (no "8" for 8, no true for 1), numbers finite, times and sizes not negative."""
 
-    headers: Optional[list[RunHeader]] = None
+    headers: Optional[list[RunHeader]] = Field(default=None, max_length=64)
+    rows: list[ResultRow] = Field(default_factory=list, max_length=200_000)
 
     @field_validator("run")
     @classmethod
     def _addressable_run_id(cls, run: RunHeader) -> RunHeader:
         run_id = run.run_id
         if not RUN_ID_PATTERN.match(run_id) or run_id.endswith((".csv", ".json")):
-            raise ValueError(f"run.run_id must be 1-200 letters, digits, '-', '_', '.' or ':' (not ending in .csv/.json)"
+            raise ValueError(f"run.run_id must be 1-200 letters, digits, '-', '_', '.' or ':', start with a letter or "
+                             "digit and not end in .csv/.json"
                              f" so that /api/runs/{{id}} can address it, got {run_id!r}")
         return run
 

@@ -1,36 +1,46 @@
-"""Service settings: where data lives, where to listen, who may start a sweep, how long a queue may grow,
-and which devices get a benchmark worker.
+"""Service settings (pydantic-settings): where data lives, where to listen, who may write, how big a body may be,
+how long a queue may grow, and which devices get a benchmark worker.
 
-Every field has an environment variable (read by `Settings.from_env`) and a keyword (used by `serve` and the
-CLI flags); keywords win over the environment.
+Every field has an environment variable ``RMSNORM_<FIELD>`` and a keyword (used by `serve` and the CLI flags);
+keywords win over the environment. Routes get the settings through the FastAPI dependency `get_settings`
+(`create_app` points it at the app's own settings).
 
-| field          | env                      | default                                                |
-|----------------|--------------------------|--------------------------------------------------------|
-| data_dir       | RMSNORM_DATA_DIR         | ./data (the SQLite store lives there)                  |
-| host, port     | RMSNORM_HOST, _PORT      | 127.0.0.1, 8000                                        |
-| api_token      | RMSNORM_API_TOKEN        | none                                                   |
-| allow_no_token | RMSNORM_ALLOW_NO_TOKEN   | off: a non-loopback bind without a token refuses writes |
-| max_queue      | RMSNORM_MAX_QUEUE        | 8 jobs waiting per device; one more is answered 429     |
-| devices        | RMSNORM_DEVICES          | every visible GPU (CUDA_VISIBLE_DEVICES), else one cpu  |
-| results_dir    | RMSNORM_RESULTS_DIR      | the repository's results/ (imported at start; "" = off) |
-| ceiling_bytes  | RMSNORM_CEILING_BYTES    | the engine's default copy size                          |
-| case_timeout_s | RMSNORM_CASE_TIMEOUT_S   | 900 s: a case still running then is an error row, its worker restarted |
-| plugins        | RMSNORM_PLUGINS          | none (module or module:object paths, comma-separated)   |
+| field            | env                        | default                                                   |
+|------------------|----------------------------|-----------------------------------------------------------|
+| data_dir         | RMSNORM_DATA_DIR           | ./data (the SQLite store lives there)                     |
+| host, port       | RMSNORM_HOST, _PORT        | 127.0.0.1, 8000                                           |
+| api_token        | RMSNORM_API_TOKEN          | none                                                      |
+| allow_no_token   | RMSNORM_ALLOW_NO_TOKEN     | off: an exposed service without a token refuses writes    |
+| exposed          | RMSNORM_EXPOSED            | off: set it behind a reverse proxy on a loopback bind     |
+| allowed_hosts    | RMSNORM_ALLOWED_HOSTS      | loopback names: the Host a token-less write may carry     |
+| max_body_bytes   | RMSNORM_MAX_BODY_BYTES     | 1 MiB (POST /benchmark and every other body)              |
+| max_import_bytes | RMSNORM_MAX_IMPORT_BYTES   | 16 MiB (POST /api/runs/import)                            |
+| max_queue        | RMSNORM_MAX_QUEUE          | 8 jobs waiting per device; one more is answered 429       |
+| devices          | RMSNORM_DEVICES            | every visible GPU (CUDA_VISIBLE_DEVICES), else one cpu    |
+| results_dir      | RMSNORM_RESULTS_DIR        | the repository's results/ (imported at start; "" = off)   |
+| ceiling_bytes    | RMSNORM_CEILING_BYTES      | the engine's default copy size                            |
+| case_timeout_s   | RMSNORM_CASE_TIMEOUT_S     | 900 s: a case still running then is an error row, its worker restarted |
+| plugins          | RMSNORM_PLUGINS            | none (module or module:object paths, comma-separated)     |
+| self_check       | RMSNORM_SELF_CHECK         | off; "gpu": every worker runs one Triton case at start-up and /api/health answers 503 until it passed |
 """
 
 from __future__ import annotations
 
 import ipaddress
-import os
 import re
-from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
+from typing import Annotated, Literal, Optional
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 """The checkout (or editable install) holding static/, templates/ and results/."""
 
 DEFAULT_MAX_QUEUE = 8
-_TRUE = {"1", "true", "yes", "on"}
+MIB = 1 << 20
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "ip6-localhost")
 
 
 def parse_devices(spec: str) -> list[str]:
@@ -92,95 +102,78 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _env_bool(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in _TRUE
+def _comma_list(value):
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return value
 
 
-def _env_int(name: str, default: int | None) -> int | None:
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(f"{name} must be an integer, got {value!r}") from None
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RMSNORM_", frozen=True, extra="forbid")
 
-
-@dataclass(frozen=True)
-class Settings:
     data_dir: Path = Path("data")
     host: str = "127.0.0.1"
-    port: int = 8000
-    api_token: str | None = None
+    port: int = Field(8000, gt=0, lt=65536)
+    api_token: Optional[str] = None
     allow_no_token: bool = False
-    max_queue: int = DEFAULT_MAX_QUEUE
-    devices: tuple[str, ...] | None = None
+    exposed_declared: bool = Field(False, validation_alias="RMSNORM_EXPOSED")
+    """Declared reachable from elsewhere (a reverse proxy in front of a loopback bind): writes need the token."""
+    allowed_hosts: Annotated[tuple[str, ...], NoDecode] = LOOPBACK_NAMES
+    """Host header names (port ignored) a write may carry when no token protects it (DNS rebinding); "*" = any."""
+    max_body_bytes: int = Field(1 * MIB, ge=1024)
+    max_import_bytes: int = Field(16 * MIB, ge=1024)
+    max_queue: int = Field(DEFAULT_MAX_QUEUE, ge=0)
+    devices: Annotated[Optional[tuple[str, ...]], NoDecode] = None
     """Worker labels (``cuda:N`` / ``cpu:N``); ``None`` = discover at start (`resolved_devices`)."""
-    results_dir: Path | None = PROJECT_ROOT / "results"
+    results_dir: Optional[Path] = PROJECT_ROOT / "results"
     static_dir: Path = PROJECT_ROOT / "static"
     templates_dir: Path = PROJECT_ROOT / "templates"
-    ceiling_bytes: int | None = None
-    case_timeout_s: float = 900.0
+    ceiling_bytes: Optional[int] = Field(None, ge=1)
+    case_timeout_s: float = Field(900.0, gt=0)
     """A case (warm-up, compile and timing) still unanswered after this long is a hung kernel: its worker is killed
     and restarted and the case becomes an error row, so one bad kernel never blocks a device's queue."""
-    plugins: tuple[str, ...] = ()
+    plugins: Annotated[tuple[str, ...], NoDecode] = ()
+    self_check: Literal["off", "gpu"] = "off"
     start_workers: bool = True
     """Start the worker processes when the app starts (False: on the first benchmark, as tests may prefer)."""
 
-    def __post_init__(self) -> None:
-        if self.max_queue < 0:
-            raise ValueError(f"max_queue must be 0 or more, got {self.max_queue}")
-        if not self.case_timeout_s > 0:
-            raise ValueError(f"case_timeout_s must be positive, got {self.case_timeout_s}")
-        if not (0 < self.port < 65536):
-            raise ValueError(f"port must be 1..65535, got {self.port}")
-        if self.devices is not None:
-            object.__setattr__(self, "devices", tuple(parse_devices(",".join(self.devices))))
-        object.__setattr__(self, "data_dir", Path(self.data_dir))
-        if self.results_dir is not None:
-            object.__setattr__(self, "results_dir", Path(self.results_dir))
+    @field_validator("devices", mode="before")
+    @classmethod
+    def _devices(cls, value):
+        if value is None:
+            return None
+        if isinstance(value, str):
+            value = value.strip()
+            return None if value.lower() in ("", "auto") else tuple(parse_devices(value))
+        return tuple(parse_devices(",".join(value)))
+
+    @field_validator("plugins", "allowed_hosts", mode="before")
+    @classmethod
+    def _lists(cls, value):
+        return _comma_list(value)
+
+    @field_validator("results_dir", mode="before")
+    @classmethod
+    def _results_dir(cls, value):
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("api_token", mode="before")
+    @classmethod
+    def _token(cls, value):
+        return None if isinstance(value, str) and not value.strip() else value
 
     @classmethod
     def from_env(cls, **overrides) -> "Settings":
-        """Settings from the environment, then ``overrides`` (keywords whose value is None are ignored)."""
-        env: dict = {}
-        if os.environ.get("RMSNORM_DATA_DIR"):
-            env["data_dir"] = Path(os.environ["RMSNORM_DATA_DIR"])
-        if os.environ.get("RMSNORM_HOST"):
-            env["host"] = os.environ["RMSNORM_HOST"]
-        port = _env_int("RMSNORM_PORT", None)
-        if port is not None:
-            env["port"] = port
-        if os.environ.get("RMSNORM_API_TOKEN"):
-            env["api_token"] = os.environ["RMSNORM_API_TOKEN"]
-        env["allow_no_token"] = _env_bool("RMSNORM_ALLOW_NO_TOKEN")
-        max_queue = _env_int("RMSNORM_MAX_QUEUE", None)
-        if max_queue is not None:
-            env["max_queue"] = max_queue
-        if os.environ.get("RMSNORM_DEVICES", "").strip() and os.environ["RMSNORM_DEVICES"].strip().lower() != "auto":
-            env["devices"] = tuple(parse_devices(os.environ["RMSNORM_DEVICES"]))
-        if "RMSNORM_RESULTS_DIR" in os.environ:
-            value = os.environ["RMSNORM_RESULTS_DIR"].strip()
-            env["results_dir"] = Path(value) if value else None
-        ceiling = _env_int("RMSNORM_CEILING_BYTES", None)
-        if ceiling is not None:
-            env["ceiling_bytes"] = ceiling
-        case_timeout = _env_int("RMSNORM_CASE_TIMEOUT_S", None)
-        if case_timeout is not None:
-            env["case_timeout_s"] = float(case_timeout)
-        for key, value in overrides.items():
-            if value is None:
-                continue
-            if key == "devices" and isinstance(value, str):
-                value = None if value.strip().lower() == "auto" else tuple(parse_devices(value))
-                if value is None:
-                    env.pop("devices", None)
-                    continue
-            env[key] = value
-        return cls(**env)
-
-    def with_(self, **changes) -> "Settings":
-        return replace(self, **changes)
+        """Settings from the environment, then ``overrides`` (keywords whose value is None are ignored). A bad value
+        raises ValueError naming its environment variable."""
+        if "exposed" in overrides:
+            overrides["RMSNORM_EXPOSED"] = overrides.pop("exposed")
+        try:
+            return cls(**{key: value for key, value in overrides.items() if value is not None})
+        except ValidationError as exc:
+            problems = "; ".join(f"RMSNORM_{'.'.join(map(str, e['loc'])).upper().removeprefix('RMSNORM_')}: {e['msg']}"
+                                 for e in exc.errors())
+            raise ValueError(problems) from None
 
     def resolved_devices(self) -> list[str]:
         """The worker labels: the configured list, else every visible GPU, else one CPU device."""
@@ -194,24 +187,59 @@ class Settings:
 
     @property
     def exposed(self) -> bool:
-        """Bound to an address other machines can reach."""
-        return not is_loopback(self.host)
+        """Configured to listen on an address other machines can reach, or declared so (RMSNORM_EXPOSED). The
+        address actually bound is checked per request too (`app.edge.write_refusal`)."""
+        return self.exposed_declared or not is_loopback(self.host)
 
     def write_refusal(self, presented_token: str | None) -> tuple[int, str] | None:
-        """Why a write request (POST /benchmark, DELETE, import) must be refused, as (status, reason); None = allowed.
+        """The write rule as these settings alone decide it (see the module function `write_refusal`)."""
+        return write_refusal(self, presented_token)
 
-        On loopback anyone local may write. Bound elsewhere, the token is required; with no token configured,
-        writes are refused unless `allow_no_token` was set deliberately."""
-        if not self.exposed:
+    def host_allowed(self, host_header: str | None) -> bool:
+        """Whether a Host header (``name[:port]``) names this service as the allow-list says."""
+        if "*" in self.allowed_hosts:
+            return True
+        name = (host_header or "").strip().lower()
+        if name.startswith("["):
+            name = name[1:].partition("]")[0]
+        elif name.count(":") == 1:
+            name = name.partition(":")[0]
+        return name in {h.lower().strip("[]") for h in self.allowed_hosts}
+
+
+@lru_cache(maxsize=1)
+def _from_environment() -> Settings:
+    return Settings.from_env()
+
+
+def get_settings() -> Settings:
+    """FastAPI dependency: the app's settings (`create_app` overrides it with its own; else the environment's)."""
+    return _from_environment()
+
+
+def write_refusal(settings: Settings, presented_token: str | None, *, exposed: bool | None = None,
+                  host_header: str | None = None) -> tuple[int, str] | None:
+    """Why a write request (POST /benchmark, DELETE, import) must be refused, as (status, reason); None = allowed.
+
+    ``exposed``: whether this request reached the service on an address other machines can reach (default: what
+    the settings say). Exposed, the token is required (constant-time compare); with no token configured, writes
+    are refused unless `allow_no_token` was set deliberately. A write that no token protects must carry a Host
+    header from `allowed_hosts` (a page on another origin that rebinds its DNS name to 127.0.0.1 cannot write)."""
+    import hmac
+
+    exposed = settings.exposed if exposed is None else exposed
+    if exposed and settings.api_token:
+        if presented_token and hmac.compare_digest(presented_token.encode(), settings.api_token.encode()):
             return None
-        if self.api_token:
-            if presented_token == self.api_token:
-                return None
-            if not presented_token:
-                return 401, (f"this server listens on {self.host}, so writes need the API token: send the header "
-                             "'Authorization: Bearer <token>' (or 'X-API-Token: <token>')")
-            return 403, "the API token sent does not match RMSNORM_API_TOKEN"
-        if self.allow_no_token:
-            return None
-        return 403, (f"this server listens on {self.host} with no API token configured, so it runs no one's sweep: "
-                     "set RMSNORM_API_TOKEN (or RMSNORM_ALLOW_NO_TOKEN=1 to allow writes without one)")
+        if not presented_token:
+            return 401, ("this server is reachable from other machines, so writes need the API token: send the header "
+                         "'Authorization: Bearer <token>' (or 'X-API-Token: <token>')")
+        return 403, "the API token sent does not match RMSNORM_API_TOKEN"
+    if exposed and not settings.allow_no_token:
+        return 403, ("this server is reachable from other machines with no API token configured, so it runs no one's "
+                     "sweep: set RMSNORM_API_TOKEN (or RMSNORM_ALLOW_NO_TOKEN=1 to allow writes without one)")
+    if host_header is not None and not settings.host_allowed(host_header):
+        return 403, (f"writes without a token are accepted only for Host {', '.join(settings.allowed_hosts)}; this "
+                     f"request names Host {host_header[:100]!r} (set RMSNORM_ALLOWED_HOSTS to add it)")
+    return None
+

@@ -30,7 +30,8 @@ class Service:
         self.store.mark_interrupted()
         self.labels = settings.resolved_devices()
         self.scheduler = Scheduler(self.labels, self.store, settings.max_queue, plugins=settings.plugins,
-                                   ceiling_bytes=settings.ceiling_bytes, case_timeout_s=settings.case_timeout_s)
+                                   ceiling_bytes=settings.ceiling_bytes, case_timeout_s=settings.case_timeout_s,
+                                   self_check=settings.self_check == "gpu")
         self.import_report: dict[str, list[str]] = {"imported": [], "present": [], "rejected": []}
 
     def import_results_dir(self) -> dict[str, list[str]]:

@@ -40,15 +40,24 @@ CREATE TABLE IF NOT EXISTS rows (
     row_json TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
 );
+CREATE TABLE IF NOT EXISTS deleted (
+    run_id     TEXT PRIMARY KEY,
+    deleted_at REAL NOT NULL
+);
 """
-
-
-class RunExists(Exception):
-    """A run with this id is already stored."""
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""A CSV cell starting with one of these is a formula to a spreadsheet: it is written with a leading "'"."""
 
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), allow_nan=False, default=str)
+
+
+def _cell(value: Any) -> Any:
+    """A CSV cell that a spreadsheet would run as a formula is escaped with a leading "'" (OWASP)."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def _flatten(row: dict, prefix: str = "") -> dict:
@@ -91,15 +100,12 @@ class Store:
         """Record a run that starts now (incomplete until `finish_run`)."""
         device = header.get("device") or {}
         with self._write_lock, self._connect() as db:
-            try:
-                db.execute(
-                    "INSERT INTO runs (run_id, created_at, device_name, kind, complete, source, header_json, headers_json,"
-                    " stored_at) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?)",
-                    (run_id, header.get("created_at"), device.get("name"), device.get("kind"), source,
-                     _dumps(header), _dumps([header]), time.time()),
-                )
-            except sqlite3.IntegrityError:
-                raise RunExists(run_id) from None
+            db.execute(
+                "INSERT INTO runs (run_id, created_at, device_name, kind, complete, source, header_json, headers_json,"
+                " stored_at) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?)",
+                (run_id, header.get("created_at"), device.get("name"), device.get("kind"), source,
+                 _dumps(header), _dumps([header]), time.time()),
+            )
 
     def add_header(self, run_id: str, header: dict) -> None:
         """Another device joined the run (a split sweep): keep its header (its own ceiling) too."""
@@ -144,8 +150,9 @@ class Store:
 
     # -- whole files ----------------------------------------------------------------------------------------
 
-    def import_run(self, run_file: dict, source: str = "import") -> bool:
-        """Store a whole run file (already validated). Returns False, changing nothing, when its run_id is stored."""
+    def import_run(self, run_file: dict, source: str = "import", undelete: bool = False) -> bool:
+        """Store a whole run file (already validated). Returns False, changing nothing, when its run_id is stored,
+        or was deleted by the user (unless ``undelete``: an explicit import brings a deleted run back)."""
         header = run_file["run"]
         run_id = header["run_id"]
         headers = run_file.get("headers") or [header]
@@ -154,6 +161,10 @@ class Store:
         device = header.get("device") or {}
         with self._write_lock, self._connect() as db:
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
+                return False
+            if undelete:
+                db.execute("DELETE FROM deleted WHERE run_id = ?", (run_id,))
+            elif db.execute("SELECT 1 FROM deleted WHERE run_id = ?", (run_id,)).fetchone():
                 return False
             db.execute(
                 "INSERT INTO runs (run_id, created_at, device_name, kind, complete, source, header_json, headers_json,"
@@ -187,10 +198,6 @@ class Store:
             for r in found
         ]
 
-    def has_run(self, run_id: str) -> bool:
-        with self._connect() as db:
-            return db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
-
     def get_run(self, run_id: str) -> dict | None:
         """The run as a result file: ``{"run": header, "rows": [...], "summary": {...}}`` (plus ``"headers"``, one
         per device, when more than one device measured it); None when unknown."""
@@ -223,13 +230,21 @@ class Store:
         out = io.StringIO()
         writer = csv.DictWriter(out, fieldnames=columns or ["run_id"], lineterminator="\n", extrasaction="ignore")
         writer.writeheader()
-        writer.writerows(flat_rows)
+        writer.writerows({key: _cell(value) for key, value in flat.items()} for flat in flat_rows)
         return out.getvalue()
 
     def delete_run(self, run_id: str) -> bool:
+        """Delete a run; it is remembered as deleted, so importing results/ at the next start skips it."""
         with self._write_lock, self._connect() as db:
             db.execute("DELETE FROM rows WHERE run_id = ?", (run_id,))
-            return db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,)).rowcount > 0
+            found = db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,)).rowcount > 0
+            if found:
+                db.execute("INSERT OR REPLACE INTO deleted (run_id, deleted_at) VALUES (?, ?)", (run_id, time.time()))
+            return found
+
+    def was_deleted(self, run_id: str) -> bool:
+        with self._connect() as db:
+            return db.execute("SELECT 1 FROM deleted WHERE run_id = ?", (run_id,)).fetchone() is not None
 
     def import_paths(self, paths: Iterable[Path], validate) -> dict[str, list[str]]:
         """Import result files (idempotent by run_id). ``validate(doc) -> dict`` raises on a bad file, which is
@@ -242,5 +257,8 @@ class Store:
                 report["rejected"].append(f"{path}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
                 continue
             run_id = document["run"]["run_id"]
+            if self.was_deleted(run_id):
+                report.setdefault("deleted", []).append(run_id)
+                continue
             (report["imported"] if self.import_run(document, source="import") else report["present"]).append(run_id)
         return report

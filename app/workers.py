@@ -98,8 +98,13 @@ def tag_device(device: dict | None, label: str) -> dict:
 # -- the child -----------------------------------------------------------------------------------------------
 
 
-def worker_main(label: str, conn, plugins: tuple[str, ...], ceiling_bytes: int | None) -> None:
-    """Entry point of the worker process: get ready, then answer commands until told to stop or orphaned."""
+def worker_main(label: str, conn, plugins: tuple[str, ...], ceiling_bytes: int | None,
+                known_ceiling: dict | None = None, self_check: bool = False) -> None:
+    """Entry point of the worker process: get ready, then answer commands until told to stop or orphaned.
+
+    Getting ready includes the copy ceiling (``known_ceiling``, the one a previous worker of this device measured,
+    is reused), so that start-up work is paid in the start-up budget, never inside a case's time limit; and, with
+    ``self_check``, one small Triton case through the engine (`self_check_case`)."""
     torch_device = torch_device_of(label)
     try:
         if torch_device == "cpu":
@@ -121,10 +126,18 @@ def worker_main(label: str, conn, plugins: tuple[str, ...], ceiling_bytes: int |
             torch.cuda.set_device(torch.device(torch_device))
         bench = DeviceBench(device=torch_device, ceiling_bytes=ceiling_bytes)
         info = tag_device(_dump(bench.info), label)
+        if known_ceiling:
+            from kernels.bench.ceiling import Ceiling
+
+            bench.adopt_ceiling(Ceiling(**known_ceiling))
+        ceiling = bench.ceiling()
+        ceiling_dict = None if ceiling is None else {"GBps": ceiling.GBps, "method": ceiling.method,
+                                                     "nbytes": ceiling.nbytes, "median_us": ceiling.median_us}
+        checked = self_check_case(bench) if self_check else None
     except BaseException:
         conn.send(("failed", traceback.format_exc(limit=8)))
         return
-    conn.send(("ready", {"info": info, "pid": os.getpid()}))
+    conn.send(("ready", {"info": info, "pid": os.getpid(), "ceiling": ceiling_dict, "self_check": checked}))
     while True:
         try:
             kind, payload = conn.recv()
@@ -167,6 +180,35 @@ def _answer(bench, label: str, kind: str, payload: dict) -> dict:
     raise ValueError(f"unknown worker command {kind!r}")
 
 
+def self_check_case(bench) -> dict:
+    """One small Triton forward case through the engine (compile, launch, time): ``{"ok", "detail", versions}``.
+    On a GPU it proves the image's torch, Triton and driver work together; it is what /api/health reports."""
+    from kernels.bench.device import versions
+    from kernels.bench.engine import runs_triton
+    from kernels.bench.models import Case
+
+    found = versions()
+    triton_impls = [impl for impl in bench.registry if runs_triton(impl) and "fwd" in impl.passes
+                    and impl.unavailable_reason() is None]
+    if bench.device.type != "cuda":
+        return {"ok": False, "detail": "no GPU: this worker runs on the CPU", "versions": found}
+    if not triton_impls:
+        return {"ok": False, "detail": "no Triton implementation is available here", "versions": found}
+    wanted = dict(part.split("=", 1) for part in os.environ.get("RMSNORM_EXPECT_VERSIONS", "").split(",") if "=" in part)
+    off = [f"{name} {found.get(name)} (expected {want})" for name, want in wanted.items()
+           if not str(found.get(name) or "").startswith(want.strip())]
+    if off:
+        return {"ok": False, "detail": "versions differ from the measured stack: " + ", ".join(off), "versions": found}
+    impl = triton_impls[0].name
+    try:
+        row = bench.run_case(Case(impl=impl, pass_="fwd", dtype="float32", M=64, N=1024), repetitions=3, warmup=1)
+    except Exception as exc:
+        return {"ok": False, "detail": f"{impl}: {type(exc).__name__}: {exc}"[:500], "versions": found}
+    ok = row.status == "ok"
+    detail = f"{impl} fwd float32 64x1024: {row.status}" + (f" ({row.reason})" if row.reason else "")
+    return {"ok": ok, "detail": detail[:500], "versions": found}
+
+
 # -- the parent's handle on one worker ------------------------------------------------------------------------
 
 
@@ -174,12 +216,17 @@ class DeviceWorker:
     """The service's handle on one worker process. Not thread-safe by design: one dispatcher thread drives it
     (a lock guards against misuse)."""
 
-    def __init__(self, label: str, plugins: tuple[str, ...] = (), ceiling_bytes: int | None = None) -> None:
+    def __init__(self, label: str, plugins: tuple[str, ...] = (), ceiling_bytes: int | None = None,
+                 self_check: bool = False) -> None:
         self.label = label
         self.kind = label.partition(":")[0]
         self.index = label_index(label)
         self.plugins = tuple(plugins)
         self.ceiling_bytes = ceiling_bytes
+        self.self_check = self_check
+        self.known_ceiling: dict | None = None
+        """The ceiling the first worker process measured; a restarted one reuses it (no copy inside a case)."""
+        self.self_check_result: dict | None = None
         self.info: dict | None = None
         self.start_error: str | None = None
         self.restarts = 0
@@ -216,6 +263,7 @@ class DeviceWorker:
             "pid": self.pid,
             "restarts": self.restarts,
             "error": self.start_error,
+            "self_check": self.self_check_result,
         }
 
     # life cycle
@@ -228,7 +276,8 @@ class DeviceWorker:
             parent_conn, child_conn = self._context.Pipe(duplex=True)
             process = self._context.Process(
                 target=worker_main,
-                args=(self.label, child_conn, self.plugins, self.ceiling_bytes),
+                args=(self.label, child_conn, self.plugins, self.ceiling_bytes, self.known_ceiling,
+                      self.self_check and self.self_check_result is None),
                 name=f"rmsnorm-worker-{self.label}",
                 daemon=True,
             )
@@ -248,6 +297,8 @@ class DeviceWorker:
             message = self._receive(timeout)
             if message[0] == "ready":
                 self.info = message[1]["info"]
+                self.known_ceiling = self.known_ceiling or message[1].get("ceiling")
+                self.self_check_result = self.self_check_result or message[1].get("self_check")
                 self._ready = True
                 self.start_error = None
                 return self.info

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 
 from app.auth import require_write_access
+from app.edge import json_body, read_model
 from app.jobs import QueueFull, UnknownDevice
 from app.ndjson import MEDIA_TYPE, NdjsonResponse, finite, ndjson_line
 from app.schemas import BenchmarkRequest, ErrorBody, QueuedLine, RunDocument
@@ -49,20 +50,24 @@ def _plan(body: BenchmarkRequest) -> tuple[dict, list[dict]]:
     "/benchmark",
     dependencies=[Depends(require_write_access)],
     response_model=RunDocument,
+    openapi_extra=json_body(BenchmarkRequest),
     responses={
         200: {"description": STREAM_DOC, "content": {MEDIA_TYPE: {"schema": QueuedLine.model_json_schema()}}},
         401: {"model": ErrorBody, "description": "API token missing (server bound to a non-loopback address)"},
         403: {"model": ErrorBody, "description": "wrong API token, or writes refused on this bind"},
+        413: {"model": ErrorBody, "description": "body larger than RMSNORM_MAX_BODY_BYTES (1 MiB by default)"},
+        422: {"model": ErrorBody, "description": "not a valid sweep (strict types, finite numbers): fields named"},
         429: {"model": ErrorBody, "description": "the queue of every eligible device is full"},
     },
 )
 async def benchmark(
-    body: BenchmarkRequest,
     request: Request,
     stream: bool = Query(True, description="false: wait and return the whole run as one JSON document"),
     service: Service = Depends(get_service),
 ):
-    """Run a sweep (every implementation × pass × dtype × M × N) on one device, or split over all of them."""
+    """Run a sweep (every implementation × pass × dtype × M × N) on one device, or split over all of them.
+    The body is a `BenchmarkRequest`, validated strictly and off the event loop."""
+    body: BenchmarkRequest = await read_model(request, BenchmarkRequest)
     worker_sweep, cases = _plan(body)
     if not cases:
         raise _validation_error("implementations", "the sweep has no case to run (no implementation available here)",

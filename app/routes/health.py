@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 
 from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse
+
+from app.auth import request_exposed
 
 from app.schemas import Health
 from app.state import Service, get_service
@@ -26,8 +29,24 @@ def _triton_native() -> bool:
         return False
 
 
-@router.get("/api/health", response_model=Health)
-def health(service: Service = Depends(get_service)) -> Health:
+def self_check_state(service: Service, devices: list[dict]) -> dict | None:
+    """With RMSNORM_SELF_CHECK=gpu: ``{"ok": true|false|null (pending), "detail"}`` over every worker."""
+    if service.settings.self_check != "gpu":
+        return None
+    results = [d.get("self_check") for d in devices]
+    failed = [f"{d['label']}: {r['detail']}" for d, r in zip(devices, results) if r is not None and not r["ok"]]
+    if not any(d["label"].startswith("cuda:") for d in devices):
+        failed.append("no GPU worker: the self-check needs a GPU")
+    if failed:
+        return {"ok": False, "detail": "; ".join(failed)}
+    if any(r is None for r in results):
+        return {"ok": None, "detail": "pending: the workers are starting"}
+    return {"ok": True, "detail": "; ".join(f"{d['label']}: {r['detail']}" for d, r in zip(devices, results))}
+
+
+@router.get("/api/health", response_model=Health, responses={
+    503: {"model": Health, "description": "RMSNORM_SELF_CHECK=gpu and a worker's GPU self-check failed"}})
+def health(service: Service = Depends(get_service), exposed: bool = Depends(request_exposed)):
     devices = service.scheduler.status()
     gpus = [d for d in devices if d["label"].startswith("cuda:")]
     cpu_only = not gpus
@@ -39,7 +58,8 @@ def health(service: Service = Depends(get_service)) -> Health:
     else:
         names = sorted({d["name"] for d in gpus})
         message = f"{len(gpus)} GPU worker(s): {', '.join(names)}; one job at a time per GPU"
-    return Health(
+    checked = self_check_state(service, devices)
+    document = Health(
         version=package_version(),
         device="cpu" if cpu_only else gpus[0]["name"],
         cpu_only=cpu_only,
@@ -47,6 +67,10 @@ def health(service: Service = Depends(get_service)) -> Health:
         ceiling_GBps=first.get("ceiling_GBps"),
         gpus=devices,
         max_queue=service.settings.max_queue,
-        token_required=service.settings.exposed and not service.settings.allow_no_token,
+        token_required=exposed and not service.settings.allow_no_token,
         message=message,
+        self_check=checked,
     )
+    if checked is not None and checked["ok"] is False:
+        return JSONResponse(status_code=503, content=document.model_dump(mode="json"))
+    return document

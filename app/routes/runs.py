@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, HTTPException, Path
+from fastapi import APIRouter, Depends, HTTPException, Path, Request
 from fastapi.responses import JSONResponse, Response
 
 from app.auth import require_write_access
+from app.edge import json_body, read_model
 from app.ndjson import finite
-from app.schemas import Deleted, ErrorBody, ImportResult, RunDocument, RunFileUpload, RunListing
+from app.schemas import RUN_ID_REGEX, Deleted, ErrorBody, ImportResult, RunDocument, RunFileUpload, RunListing
 from app.state import Service, get_service
 
 router = APIRouter(tags=["runs"])
 
-RUN_ID = Path(..., min_length=1, max_length=200, description="the run id")
+RUN_ID = Path(..., min_length=1, max_length=200, pattern=RUN_ID_REGEX, description="the run id")
 NOT_FOUND = {404: {"model": ErrorBody, "description": "no run with this id"}}
 WRITE_REFUSED = {401: {"model": ErrorBody}, 403: {"model": ErrorBody}}
 
@@ -55,23 +56,38 @@ def get_run(run_id: str = RUN_ID, service: Service = Depends(get_service)) -> JS
 
 
 @router.delete("/api/runs/{run_id}", response_model=Deleted, dependencies=[Depends(require_write_access)],
-               responses={**NOT_FOUND, **WRITE_REFUSED})
+               responses={**NOT_FOUND, **WRITE_REFUSED, 409: {"model": ErrorBody, "description":
+                          "the run is being measured: cancel it first (close its stream)"}})
 def delete_run(run_id: str = RUN_ID, service: Service = Depends(get_service)) -> Deleted:
+    """Delete a stored run for good (a committed results/ file deleted here is not imported again at start)."""
+    if service.scheduler.is_running(run_id):
+        raise HTTPException(status_code=409, detail=f"run {run_id!r} is being measured; cancel it first (close its "
+                                                    "stream or stop the request), then delete it")
     if not service.store.delete_run(run_id):
         raise HTTPException(status_code=404, detail=f"no run with id {run_id!r}")
     return Deleted(run_id=run_id)
 
 
 @router.post("/api/runs/import", response_model=ImportResult, dependencies=[Depends(require_write_access)],
-             responses={422: {"description": "not a valid result file (the fields at fault are named)"},
+             openapi_extra=json_body(RunFileUpload),
+             responses={422: {"model": ErrorBody, "description": "not a valid result file (fields at fault named)"},
+                        413: {"model": ErrorBody, "description": "larger than RMSNORM_MAX_IMPORT_BYTES (16 MiB)"},
                         **WRITE_REFUSED})
-def import_run(document: RunFileUpload, service: Service = Depends(get_service)) -> ImportResult:
+async def import_run(request: Request, service: Service = Depends(get_service)) -> ImportResult:
     """Store a result file measured elsewhere (e.g. one of `results/*.json`); a run id already stored is left as is.
-    The file is checked with the engine's `RunFile` model: a bad one is answered 422 naming the fields at fault."""
-    checked = document.model_dump(mode="json", exclude_none=False)
-    if not checked.get("headers"):
-        checked.pop("headers", None)
-    imported = service.store.import_run(checked, source="import")
+    The file is checked strictly with the engine's `RunFile` model, off the event loop: a bad one is answered 422
+    naming the fields at fault."""
+    from starlette.concurrency import run_in_threadpool
+
+    document: RunFileUpload = await read_model(request, RunFileUpload)
+
+    def store() -> bool:
+        checked = document.model_dump(mode="json", exclude_none=False)
+        if not checked.get("headers"):
+            checked.pop("headers", None)
+        return service.store.import_run(checked, source="import", undelete=True)
+
+    imported = await run_in_threadpool(store)
     return ImportResult(run_id=document.run.run_id, imported=imported, rows=len(document.rows))
 
 

@@ -124,6 +124,10 @@ class DeviceBench:
                 self._ceiling_error = _short(exc)
         return self._ceiling
 
+    def adopt_ceiling(self, ceiling: Ceiling) -> None:
+        """Use a ceiling measured before on this device (a restarted service worker reuses its predecessor's)."""
+        self._ceiling, self._ceiling_error = ceiling, None
+
     @property
     def ceiling_method(self) -> str:
         c = self.ceiling()

@@ -16,7 +16,7 @@ service can validate a request without touching a device.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
@@ -47,6 +47,14 @@ Pass = Literal["fwd", "bwd"]
 Status = Literal["ok", "skipped", "error", "wrong"]
 """``wrong``: timed, but the correctness gate found the output off the fp64 reference (never ranked best)."""
 Mode = Literal["cuda", "cpu", "interpreter"]
+
+UNIQUE = {"uniqueItems": True}
+Rows = Annotated[int, Field(ge=1, le=MAX_M)]
+Cols = Annotated[int, Field(ge=1, le=MAX_N)]
+Name = Annotated[str, Field(min_length=1, max_length=64)]
+Short = Annotated[str, Field(max_length=200)]
+"""Strings of imported files are bounded, so one file cannot make every listing megabytes long."""
+Time = Annotated[float, Field(ge=0)]
 
 
 def normalise_dtype(name: str) -> str:
@@ -92,16 +100,20 @@ class Sweep(AliasModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    implementations: Optional[list[str]] = Field(
-        default=None, description="implementation names; omitted or null = every implementation available here"
+    implementations: Optional[list[Name]] = Field(
+        default=None, min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE, description="implementation names; omitted or null = every implementation available here"
     )
-    passes: list[Pass] = Field(default_factory=lambda: ["fwd", "bwd"])
-    dtypes: list[str] = Field(default_factory=lambda: ["bfloat16"], description="bfloat16/float16/float32 or bf16/fp16/fp32/half/float")
-    M: list[int] = Field(default_factory=lambda: [4096, 16384, 65536], description=f"rows, 1..{MAX_M}")
-    N: list[int] = Field(default_factory=lambda: [512, 1024, 2048, 4096, 8192, 16384], description=f"row length, 1..{MAX_N}")
+    passes: list[Pass] = Field(default_factory=lambda: ["fwd", "bwd"], min_length=1, max_length=2,
+                               json_schema_extra=UNIQUE)
+    dtypes: list[Annotated[str, Field(max_length=16)]] = Field(
+        default_factory=lambda: ["bfloat16"], min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE, description="bfloat16/float16/float32 or bf16/fp16/fp32/half/float")
+    M: list[Rows] = Field(default_factory=lambda: [4096, 16384, 65536], min_length=1, max_length=MAX_LIST,
+                          json_schema_extra=UNIQUE, description=f"rows, 1..{MAX_M} (M·N at most {MAX_ELEMENTS})")
+    N: list[Cols] = Field(default_factory=lambda: [512, 1024, 2048, 4096, 8192, 16384], min_length=1,
+                          max_length=MAX_LIST, json_schema_extra=UNIQUE, description=f"row length, 1..{MAX_N}")
     repetitions: int = Field(default=100, ge=1, le=10000)
     warmup: int = Field(default=10, ge=0, le=1000)
-    device: str = Field(default="auto", description='"auto", "cpu", "cuda" or "cuda:<index>"')
+    device: str = Field(default="auto", max_length=16, description='"auto", "cpu", "cuda" or "cuda:<index>"')
     timing: Literal["events", "cuda-graph"] = "events"
     triton_interpreter: bool = Field(
         default=False, description="on CPU, run Triton kernels under the Triton interpreter (interpreter timings)"
@@ -225,12 +237,12 @@ class DeviceInfo(AliasModel):
 
     kind: Literal["cuda", "cpu"]
     index: Optional[int] = None
-    name: str
-    uuid: Optional[str] = None
-    sm_count: int = Field(description="streaming multiprocessors; on CPU the logical cores")
-    memory_bytes: int
-    l2_bytes: int = Field(description="L2 cache; on CPU the last-level cache")
-    capability: Optional[str] = None
+    name: Short
+    uuid: Optional[Short] = None
+    sm_count: int = Field(ge=0, description="streaming multiprocessors; on CPU the logical cores")
+    memory_bytes: int = Field(ge=0)
+    l2_bytes: int = Field(ge=0, description="L2 cache; on CPU the last-level cache")
+    capability: Optional[Short] = None
 
 
 class RowDevice(AliasModel):
@@ -239,21 +251,21 @@ class RowDevice(AliasModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
     index: Optional[int] = None
-    name: str
-    uuid: Optional[str] = None
+    name: Short
+    uuid: Optional[Short] = None
 
 
 class RunHeader(AliasModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
-    run_id: str
-    created_at: str = Field(description="ISO 8601 UTC, e.g. 2026-12-02T14:00:00Z")
+    run_id: Annotated[str, Field(min_length=1, max_length=200)]
+    created_at: str = Field(max_length=64, description="ISO 8601 UTC, e.g. 2026-12-02T14:00:00Z")
     device: DeviceInfo
-    ceiling_GBps: Optional[float] = Field(description="measured copy bandwidth, read+write bytes / median time")
-    ceiling_method: str
-    versions: dict[str, Optional[str]]
-    git_commit: Optional[str] = None
-    host: Optional[str] = None
+    ceiling_GBps: Optional[float] = Field(ge=0, description="measured copy bandwidth, read+write bytes / median time")
+    ceiling_method: Annotated[str, Field(max_length=1000)]
+    versions: dict[Annotated[str, Field(max_length=64)], Optional[Short]] = Field(max_length=64)
+    git_commit: Optional[Short] = None
+    host: Optional[Short] = None
     sweep: dict[str, Any] = Field(description="the request, with the implementation list resolved")
 
 
@@ -263,29 +275,29 @@ class ResultRow(AliasModel):
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
-    run_id: str
-    impl: str
+    run_id: Annotated[str, Field(min_length=1, max_length=200)]
+    impl: Name
     pass_: Pass = Field(alias="pass")
-    dtype: str
-    M: int
-    N: int
+    dtype: Annotated[str, Field(max_length=16)]
+    M: int = Field(ge=1)
+    N: int = Field(ge=1)
     status: Status
-    reason: Optional[str] = None
-    median_us: Optional[float] = None
-    min_us: Optional[float] = None
-    max_us: Optional[float] = None
-    q1_us: Optional[float] = None
-    q3_us: Optional[float] = None
-    repetitions: int = 0
-    bytes: int = Field(description="minimum bytes of the pass (kernels.bench.byte_model)")
-    actual_bytes: Optional[int] = Field(default=None, description="bytes incl. known extra traffic, where known")
-    GBps: Optional[float] = Field(default=None, description="bytes / median time, 1e9 bytes per second")
-    pct_of_ceiling: Optional[float] = Field(default=None, description="GBps as a percentage (0–100) of the run's ceiling")
+    reason: Optional[Annotated[str, Field(max_length=4000)]] = None
+    median_us: Optional[Time] = None
+    min_us: Optional[Time] = None
+    max_us: Optional[Time] = None
+    q1_us: Optional[Time] = None
+    q3_us: Optional[Time] = None
+    repetitions: int = Field(default=0, ge=0)
+    bytes: int = Field(ge=0, description="minimum bytes of the pass (kernels.bench.byte_model)")
+    actual_bytes: Optional[int] = Field(default=None, ge=0, description="bytes incl. known extra traffic, where known")
+    GBps: Optional[float] = Field(default=None, ge=0, description="bytes / median time, 1e9 bytes per second")
+    pct_of_ceiling: Optional[float] = Field(default=None, ge=0, description="GBps as a percentage (0–100) of the run's ceiling")
     mode: Mode
     device: RowDevice
     launch: Optional[dict[str, Any]] = None
-    started_at: float
-    ended_at: float
+    started_at: float = Field(ge=0)
+    ended_at: float = Field(ge=0)
     verified: Optional[bool] = Field(
         default=None, description="true: matched the fp64 reference on this case's inputs; false: did not (status "
         "wrong); null: not checked (older files, skipped/error rows, verify off)")

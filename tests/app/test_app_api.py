@@ -33,7 +33,7 @@ def settings(module_tmp, results_dir):
 
 @pytest.fixture(scope="module")
 def client(settings):
-    with TestClient(create_app(settings)) as c:
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as c:
         yield c
 
 
@@ -224,7 +224,7 @@ def test_delete_run(client, finished_run):
 
 def test_restart_keeps_runs_and_imports_results_dir(client, settings, finished_run):
     before = {r["run_id"]: r for r in client.get("/api/runs").json()}
-    with TestClient(create_app(settings)) as again:  # a second service on the same data folder
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as again:  # a second service on the same data folder
         after = {r["run_id"]: r for r in again.get("/api/runs").json()}
         assert set(before) <= set(after)
         run_id = finished_run["run"]["run_id"]

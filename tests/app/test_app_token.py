@@ -19,7 +19,7 @@ GOOD_TOKEN = "s3cret-token"
 def make_client(tmp_path, **settings) -> TestClient:
     config = Settings.from_env(data_dir=tmp_path / "data", devices="cpu", results_dir="", start_workers=False,
                                **settings)
-    return TestClient(create_app(config))
+    return TestClient(create_app(config), base_url="http://127.0.0.1")
 
 
 def writes(client: TestClient, headers: dict | None = None) -> list[int]:

@@ -10,7 +10,7 @@ from app.settings import Settings
 
 def test_worker_that_cannot_start_reports_instead_of_hanging(tmp_path):
     settings = Settings.from_env(data_dir=tmp_path / "data", devices="cuda:99", results_dir="")
-    with TestClient(create_app(settings)) as client:
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as client:
         body = {**TINY_SWEEP, "implementations": ["eager"], "passes": ["fwd"], "M": [32], "N": [128]}
         document = client.post("/benchmark?stream=false", json=body).json()
         assert document["run"] is None  # no device could start the run

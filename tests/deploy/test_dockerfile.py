@@ -106,3 +106,42 @@ def test_cmd_starts_the_app_and_answers_health(tmp_path):
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def _measured_versions() -> set[tuple[str, str]]:
+    found = set()
+    for path in (ROOT / "results").glob("*.json"):
+        versions = json.loads(path.read_text())["run"]["versions"]
+        found.add((versions["torch"].split("+")[0], versions["triton"]))
+    return found
+
+
+def test_image_pins_the_stack_the_results_were_measured_on():
+    """The base tag and the exact install line name the torch and Triton of every committed result."""
+    measured = _measured_versions()
+    assert len(measured) == 1, f"committed results come from several stacks: {measured}"
+    torch_version, triton_version = measured.pop()
+    instr = _instructions()
+    base = dict(instr)["FROM"]
+    assert base.split(":")[1].startswith(torch_version + "-"), (base, torch_version)
+    install = next(a for w, a in instr if w == "RUN" and "pip install" in a)
+    pins = dict(re.findall(r'"?([a-z_-]+)==([\w.]+)"?', install))
+    assert pins.get("torch") == torch_version and pins.get("triton") == triton_version, pins
+    env = dict(instr)["ENV"]
+    assert "RMSNORM_SELF_CHECK=gpu" in env
+    assert f"RMSNORM_EXPECT_VERSIONS=torch={torch_version},triton={triton_version}" in env
+
+
+def test_self_check_failure_is_503_for_the_healthcheck(tmp_path):
+    """With RMSNORM_SELF_CHECK=gpu and no GPU worker (this machine), /api/health answers 503 naming why: the
+    HEALTHCHECK's urlopen raises on it, so the container is marked unhealthy."""
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.settings import Settings
+
+    settings = Settings.from_env(data_dir=tmp_path, devices="cpu", results_dir="", start_workers=False,
+                                 self_check="gpu")
+    response = TestClient(create_app(settings), base_url="http://127.0.0.1").get("/api/health")
+    assert response.status_code == 503
+    assert response.json()["self_check"]["ok"] is False and "GPU" in response.json()["self_check"]["detail"]

@@ -1,0 +1,45 @@
+"""Unit tests of app.ndjson (lines, finite numbers) and app.auth (token sources, the write rule's answers)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from starlette.requests import Request
+
+from app.auth import presented_token
+from app.ndjson import finite, ndjson_line
+from app.settings import Settings, write_refusal
+
+
+def test_ndjson_line_is_one_json_object_with_non_finite_as_null():
+    line = ndjson_line({"type": "row", "GBps": float("nan"), "rows": [1.5, float("inf")], "nested": {"x": -float("inf")}})
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert json.loads(line) == {"type": "row", "GBps": None, "rows": [1.5, None], "nested": {"x": None}}
+    assert finite((1.0, float("nan"))) == [1.0, None] and finite("NaN") == "NaN"
+
+
+def _request(headers: dict) -> Request:
+    return Request({"type": "http", "method": "POST", "path": "/", "headers":
+                    [(k.lower().encode(), v.encode()) for k, v in headers.items()]})
+
+
+@pytest.mark.parametrize("headers, token", [
+    ({"Authorization": "Bearer abc"}, "abc"), ({"authorization": "bearer  abc "}, "abc"),
+    ({"X-API-Token": "xyz"}, "xyz"), ({"Authorization": "Basic abc"}, None), ({}, None), ({"Authorization": "Bearer "}, None),
+])
+def test_presented_token(headers, token):
+    assert presented_token(_request(headers)) == token
+
+
+def test_write_rule(tmp_path):
+    open_ = Settings.from_env(data_dir=tmp_path, results_dir="")
+    assert write_refusal(open_, None, exposed=False, host_header="127.0.0.1:8000") is None
+    assert write_refusal(open_, None, exposed=False, host_header="evil.example")[0] == 403
+    assert write_refusal(open_, None, exposed=True)[0] == 403
+    guarded = Settings.from_env(data_dir=tmp_path, results_dir="", api_token="t0k")
+    assert write_refusal(guarded, None, exposed=True)[0] == 401
+    assert write_refusal(guarded, "t0k", exposed=True, host_header="bench.example") is None  # the token suffices
+    assert write_refusal(guarded, "nope", exposed=True)[0] == 403
+    lax = Settings.from_env(data_dir=tmp_path, results_dir="", allow_no_token=True)
+    assert write_refusal(lax, None, exposed=True, host_header="127.0.0.1") is None
