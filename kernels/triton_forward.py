@@ -29,6 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.fast_launch import fast
 from kernels.poison import new_output
 from kernels.triton_mode import interpreting, sm_count
 from kernels.validation import MAX_N, validate_rmsnorm_inputs
@@ -233,7 +234,7 @@ def _launch_tuned(kind, tuned, raw, grid, args, n, m, **constants):
         tuned[grid](*args, **constants)
         _CHOSEN_CONFIGS[key] = tuned.best_config
         return
-    raw[grid(config.kwargs)](*args, **constants, **config.kwargs, num_warps=config.num_warps,
+    fast(raw)[grid(config.kwargs)](*args, **constants, **config.kwargs, num_warps=config.num_warps,
                              num_stages=config.num_stages)
 
 
@@ -264,7 +265,7 @@ def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *,
         rows, num_warps, per_sm, stages = kind
         tiles = -(-m // rows)
         programs = max(1, min(tiles, sm_count(x.device) * per_sm))
-        rmsnorm_fwd_persistent_kernel[(programs,)](
+        fast(rmsnorm_fwd_persistent_kernel)[(programs,)](
             *args, m, x2d.stride(0), y2d.stride(0), n, eps, ROWS=rows, BLOCK=block,
             NUM_STAGES=_persistent_stages(rows, block, x2d.element_size(), per_sm, stages), num_warps=num_warps,
         )
