@@ -39,7 +39,17 @@ _INTERPRETING = interpreting()  # asked once here: a functools.lru_cache call is
 _OPS_IN_EAGER = os.environ.get("RMSNORM_OPS_IN_EAGER", "0") == "1"
 
 
+_STRATEGY_FNS: dict = {}
+
+
 def _strategy_fn(name: str):
+    fn = _STRATEGY_FNS.get(name)
+    if fn is None:
+        fn = _STRATEGY_FNS[name] = _import_strategy(name)
+    return fn
+
+
+def _import_strategy(name: str):
     if name == "persistent":
         from kernels.triton_backward.persistent import persistent_backward as fn
     elif name == "workspace":
@@ -135,6 +145,14 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-6, offset: float = 0.0, 
         return reference_rms_norm(x, weight, eps, offset)
     if _OPS_IN_EAGER or torch.compiler.is_compiling():
         return rms_norm_op(x, weight, eps, offset, backward)[0]
-    from kernels.triton_backward.function import eager_rmsnorm
+    return _eager()(_strategy_fn(backward), x, weight, eps, offset)
 
-    return eager_rmsnorm(_strategy_fn(backward), x, weight, eps, offset)
+
+def _eager():
+    global _EAGER
+    if _EAGER is None:
+        from kernels.triton_backward.function import eager_rmsnorm as _EAGER
+    return _EAGER
+
+
+_EAGER = None
