@@ -30,6 +30,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.fast_launch import fast
 from kernels.poison import new_output
 from kernels.segments import Segments, load_segment, next_power_of_two, row_segments
 from kernels.triton_mode import interpreting, sm_count
@@ -248,8 +249,8 @@ def _launch_tuned(kind, tuned, raw, grid, args, n, m, **constants):
         tuned[grid](*args, **constants)
         _CHOSEN_CONFIGS[key] = tuned.best_config
         return
-    raw[grid(config.kwargs)](*args, **constants, **config.kwargs, num_warps=config.num_warps,
-                             num_stages=config.num_stages)
+    fast(raw)[grid(config.kwargs)](*args, **constants, **config.kwargs, num_warps=config.num_warps,
+                                   num_stages=config.num_stages)
 
 
 def _persistent_stages(rows: int, block: int, element_size: int, per_sm: int, stages: int) -> int:
@@ -279,7 +280,7 @@ def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *,
         rows, num_warps, per_sm, stages = kind
         tiles = -(-m // rows)
         programs = max(1, min(tiles, sm_count(x.device) * per_sm))
-        rmsnorm_fwd_persistent_kernel[(programs,)](
+        fast(rmsnorm_fwd_persistent_kernel)[(programs,)](
             *args, m, x2d.stride(0), y2d.stride(0), n, eps, ROWS=rows, BLOCK=block,
             NUM_STAGES=_persistent_stages(rows, block, x2d.element_size(), per_sm, stages), num_warps=num_warps,
         )

@@ -10,6 +10,7 @@
                                             exit 1 when any NEW/BASE GB/s ratio is below the threshold
     rmsnorm-dash plot FILE.json --out FILE.html
     rmsnorm-dash table FILE.json [FILE.json ...] [--markdown] [--dtype bfloat16]
+    rmsnorm-dash train-bench [...]          training-step time and loss of a small Llama (bench/train_bench.py)
     rmsnorm-dash serve [--host 127.0.0.1] [--port 8000] [--data DIR] [--devices cuda:0,cuda:1]
 
 Nothing heavy is imported at module level: torch, Triton and the engine load inside the commands, and the
@@ -312,6 +313,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         from kernels.check import check_main
 
         return int(check_main(argv[1:]) or 0)
+    if argv and argv[0] == "train-bench":  # its own parser: bench/train_bench.py (a script, not a package)
+        import runpy
+
+        script = Path(__file__).resolve().parents[1] / "bench" / "train_bench.py"
+        return int(runpy.run_path(str(script), run_name="train_bench")["main"](argv[1:]) or 0)
     parser = build_parser()
     args = parser.parse_args(argv)
     return int(args.handler(args.subparser, args) or 0)  # the subparser, so errors name the subcommand

@@ -8,6 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.fast_launch import fast
 from kernels.poison import new_output
 from kernels.registry import register
 from kernels.triton_backward.dx import backward_tile, load_weight_segments, rmsnorm_bwd_rows
@@ -53,7 +54,7 @@ def atomic_backward(dy2d, x2d, weight, rstd, *, tile=None):
     tile = tile or backward_tile(n)
     dx = new_output(x2d.shape, x2d.dtype, x2d.device)
     dw = torch.zeros((n,), dtype=torch.float32, device=x2d.device)
-    rmsnorm_bwd_atomic_kernel[(-(-m // tile.rows),)](
+    fast(rmsnorm_bwd_atomic_kernel)[(-(-m // tile.rows),)](
         x2d, dy2d, weight, rstd, dx, dw, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0),
         ROWS=tile.rows, num_warps=tile.num_warps, **tile.segments(n).constants(),
     )

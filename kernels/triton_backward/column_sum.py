@@ -14,6 +14,7 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
+from kernels.fast_launch import fast
 from kernels.poison import new_output
 from kernels.triton_mode import dependent_launch
 
@@ -61,7 +62,7 @@ def column_sum(partial: torch.Tensor, out_dtype: torch.dtype, *, blocks: tuple |
     block_g, block_n = blocks or column_sum_blocks(g, n)
     pdl = dependent_launch(partial.device) if pdl is None else pdl
     launch = {"launch_pdl": True} if pdl else {}
-    column_sum_kernel[(-(-n // block_n),)](
+    fast(column_sum_kernel)[(-(-n // block_n),)](
         partial, out, g, n, partial.stride(0), BLOCK_G=block_g, BLOCK_N=block_n, USE_PDL=pdl,
         num_warps=num_warps or COLUMN_SUM_WARPS, **launch
     )

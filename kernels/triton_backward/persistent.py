@@ -16,6 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.fast_launch import fast
 from kernels.poison import new_output
 from kernels.registry import register
 from kernels.triton_backward.column_sum import allow_dependent_launch, column_sum
@@ -135,10 +136,10 @@ def persistent_backward(dy2d, x2d, weight, rstd, *, sm_count: int | None = None,
     args = (x2d, dy2d, weight, rstd, dx, partial, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0))
     pdl = dependent_launch(x2d.device) if pdl is None else pdl
     if tile.column_halves:
-        rmsnorm_bwd_persistent_halves_kernel[(programs,)](
+        fast(rmsnorm_bwd_persistent_halves_kernel)[(programs,)](
             *args, HALF=max(1, tile.block // 2), NUM_STAGES=stages, USE_PDL=pdl, num_warps=tile.num_warps)
     else:
-        rmsnorm_bwd_persistent_kernel[(programs,)](
+        fast(rmsnorm_bwd_persistent_kernel)[(programs,)](
             *args, ROWS=tile.rows, NUM_STAGES=stages, RELOAD_W=tile.reload_weight, USE_PDL=pdl,
             num_warps=tile.num_warps, **tile.segments(n).constants())
     return dx, column_sum(partial, weight.dtype, pdl=pdl)

@@ -11,6 +11,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.fast_launch import fast
 from kernels.poison import new_output
 from kernels.registry import register
 from kernels.triton_backward.column_sum import allow_dependent_launch, column_sum
@@ -86,7 +87,7 @@ def workspace_backward(dy2d, x2d, weight, rstd, *, tile=None, rows_per_program=N
     dx = new_output(x2d.shape, x2d.dtype, x2d.device)
     partial = new_output((programs, n), torch.float32, x2d.device)
     pdl = dependent_launch(x2d.device) if pdl is None else pdl
-    rmsnorm_bwd_workspace_kernel[(programs,)](
+    fast(rmsnorm_bwd_workspace_kernel)[(programs,)](
         x2d, dy2d, weight, rstd, dx, partial, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0),
         TILES_PER_PROGRAM=tiles_per_program, ROWS=tile.rows, NUM_STAGES=stages, USE_PDL=pdl,
         num_warps=tile.num_warps, **tile.segments(n).constants(),
