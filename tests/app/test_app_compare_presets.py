@@ -20,7 +20,7 @@ WRONG_PLUGIN = "tests.cli.cli_test_plugin:wrong"
 def client(module_tmp):
     settings = Settings.from_env(data_dir=module_tmp / "data", devices="cpu", results_dir=module_tmp / "none",
                                  max_queue=4, plugins=(WRONG_PLUGIN,))
-    with TestClient(create_app(settings)) as c:
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as c:
         yield c
 
 
