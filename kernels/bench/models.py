@@ -49,8 +49,11 @@ Status = Literal["ok", "skipped", "error", "wrong"]
 Mode = Literal["cuda", "cpu", "interpreter"]
 
 UNIQUE = {"uniqueItems": True}
-Rows = Annotated[int, Field(ge=1, le=MAX_M)]
-Cols = Annotated[int, Field(ge=1, le=MAX_N)]
+Rows = Annotated[int, Field(json_schema_extra={"minimum": 1, "maximum": MAX_M})]
+Cols = Annotated[int, Field(json_schema_extra={"minimum": 1, "maximum": MAX_N})]
+"""M and N: the limits are in the schema (so a fuzzer's schema-valid values pass) and enforced by the sweep's own
+validators, whose messages name the value and the range."""
+SHAPE_LIST = {"uniqueItems": True, "minItems": 1, "maxItems": MAX_LIST}
 Name = Annotated[str, Field(min_length=1, max_length=64)]
 Short = Annotated[str, Field(max_length=200)]
 """Strings of imported files are bounded, so one file cannot make every listing megabytes long."""
@@ -107,10 +110,8 @@ class Sweep(AliasModel):
                                json_schema_extra=UNIQUE)
     dtypes: list[Annotated[str, Field(max_length=16)]] = Field(
         default_factory=lambda: ["bfloat16"], min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE, description="bfloat16/float16/float32 or bf16/fp16/fp32/half/float")
-    M: list[Rows] = Field(default_factory=lambda: [4096, 16384, 65536], min_length=1, max_length=MAX_LIST,
-                          json_schema_extra=UNIQUE, description=f"rows, 1..{MAX_M} (M·N at most {MAX_ELEMENTS})")
-    N: list[Cols] = Field(default_factory=lambda: [512, 1024, 2048, 4096, 8192, 16384], min_length=1,
-                          max_length=MAX_LIST, json_schema_extra=UNIQUE, description=f"row length, 1..{MAX_N}")
+    M: list[Rows] = Field(default_factory=lambda: [4096, 16384, 65536], json_schema_extra=SHAPE_LIST, description=f"rows, 1..{MAX_M} (M·N at most {MAX_ELEMENTS})")
+    N: list[Cols] = Field(default_factory=lambda: [512, 1024, 2048, 4096, 8192, 16384], json_schema_extra=SHAPE_LIST, description=f"row length, 1..{MAX_N}")
     repetitions: int = Field(default=100, ge=1, le=10000)
     warmup: int = Field(default=10, ge=0, le=1000)
     device: str = Field(default="auto", max_length=16, description='"auto", "cpu", "cuda" or "cuda:<index>"')
@@ -275,7 +276,7 @@ class ResultRow(AliasModel):
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
-    run_id: Annotated[str, Field(min_length=1, max_length=200)]
+    run_id: Annotated[str, Field(max_length=200)]
     impl: Name
     pass_: Pass = Field(alias="pass")
     dtype: Annotated[str, Field(max_length=16)]

@@ -30,9 +30,11 @@ def test_relative_error_rejects_nan_and_detects_a_wrong_element():
 
 
 def test_dx_scale_only_matters_where_terms_cancel():
-    x, w, dy = torch.randn(4, 1), torch.randn(1), torch.randn(4, 1)
+    # N = 1: dx is almost pure cancellation, as long as x² ≫ eps (|x| ≥ 0.5 here; near 0 the eps term decides)
+    x = (0.5 + torch.rand(4, 1)) * torch.where(torch.rand(4, 1) < 0.5, -1.0, 1.0)
+    w, dy = torch.randn(1), torch.randn(4, 1)
     dx, _ = rmsnorm_backward_reference(x, w, dy)
-    assert dx.norm() < 1e-3 * dx_scale(x, w, dy)  # N = 1: dx is almost pure cancellation
+    assert dx.norm() < 1e-3 * dx_scale(x, w, dy)
     x, w, dy = torch.randn(4, 512), torch.randn(512), torch.randn(4, 512)
     dx, _ = rmsnorm_backward_reference(x, w, dy)
     assert dx.norm() > 0.5 * dx_scale(x, w, dy)
