@@ -204,8 +204,20 @@ FORWARD_PLAN = {
     8192: "chunked",
     **{1 << p: "one-row" for p in range(14, 17)},
 }
-FORWARD_WIDTHS: dict = {}
-"""Exact row widths whose best kernel differs from their power of two's (FORWARD_PLAN's values)."""
+FORWARD_WIDTHS: dict = {
+    # exact N (model hidden sizes): the best of bench/probe_widths.py on the H200, bf16, M 16384 and 65536,
+    # 2026-12-02 (results/probe-widths-h200-2026-12-02.json; bench/NOTES.md, "model widths").
+    2304: "one-row",
+    2560: "one-row",
+    2880: "one-row-padded",
+    3584: "one-row-padded",
+    4608: "one-row",
+    5120: "one-row",
+    7168: "one-row-padded",
+    12288: "chunked",
+}
+"""Exact row widths whose best kernel differs from their power of two's (FORWARD_PLAN's values, or
+"one-row-padded": the one-row kernel with the row in one masked power-of-two block)."""
 
 
 def forward_kind(n: int):
@@ -220,7 +232,9 @@ def forward_launch(M: int, N: int, sm_count: int = 132) -> dict:
         rows = max(1, 4096 // next_power_of_two(width))
         return {"programs": -(-M // rows), "rows_per_program": rows, "partial_rows": 0, "block": width,
                 "kernel": "multi-row"}
-    if kind in ("one-row", "chunked"):
+    if kind in ("one-row", "one-row-padded", "chunked"):
+        if kind == "one-row-padded":
+            kind, width = "one-row", next_power_of_two(N)
         return {"programs": M, "rows_per_program": 1, "partial_rows": 0, "block": width, "kernel": kind}
     rows, num_warps, per_sm, _ = kind
     tiles = -(-M // rows)
@@ -273,6 +287,8 @@ def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *,
     rstd = new_output((m,), torch.float32, x.device)
     args = (x2d, w, y2d, rstd)
     kind = forward_kind(n) if kernel == "auto" else (plan or kernel)
+    if kind == "one-row-padded":
+        kind, padded = "one-row", True
     if kind == "persistent":
         kind = (max(1, 4096 // next_power_of_two(n)), 8, 2, 3)
     if isinstance(kind, tuple):

@@ -110,7 +110,7 @@ TUNED_BACKWARD = {
     512: (8, 4, 2, 3),
     1024: (4, 4, 2, 3),
     2048: (4, 8, 1, 3),
-    4096: (2, 16, 1, 3),
+    4096: (2, 8, 1, 3),  # was (2, 16, 1, 3) before the segment loads; 94 % vs 92 % (probe_widths)
     8192: (1, 8, 1, 3),
     16384: (1, 16, 1, 1, "reload-weight"),  # γ held for the program's life spilled (ptxas: 72 B stack)
     32768: (1, 32, 1, 1),
@@ -121,8 +121,22 @@ SHARED_MEMORY_BUDGET = 200 * 1024
 """Bytes of shared memory one SM may give the pipelined loads of its k programs (the H100/H200 have 227 KB)."""
 
 
-TUNED_WIDTHS: dict = {}
-"""Exact row widths whose best tile differs from their power of two's (same tuple form as TUNED_BACKWARD)."""
+TUNED_WIDTHS: dict = {
+    # exact N (model hidden sizes): the best tile of bench/probe_widths.py on the H200, bf16, M 16384 and 65536,
+    # 2026-12-02 (results/probe-widths-h200-2026-12-02.json; bench/NOTES.md, "model widths").
+    2304: (4, 16, 1, 3),
+    2560: (1, 4, 2, 3),
+    2880: (1, 4, 2, 3),
+    3072: (1, 4, 2, 3),
+    3584: (1, 4, 2, 3),
+    4608: (2, 8, 1, 3),
+    5120: (2, 8, 1, 3),
+    6144: (2, 8, 1, 3),
+    7168: (1, 8, 1, 3, "padded"),  # 4096 + 2048 + 1024 segments lose to one masked 8192 block (88 % vs 93 %)
+    12288: (1, 16, 1, 3),
+}
+"""Exact row widths whose best tile differs from their power of two's (same tuple form as TUNED_BACKWARD;
+variant "padded": the row as one masked power-of-two block instead of its segments)."""
 
 
 @functools.lru_cache(maxsize=None)
@@ -130,7 +144,8 @@ def backward_tile(n: int) -> BackwardTile:
     block = max(16, next_power_of_two(n))
     rows, num_warps, per_sm, stages, *variant = TUNED_WIDTHS.get(int(n)) or TUNED_BACKWARD[block]
     return BackwardTile(rows=rows, block=block, num_warps=num_warps, programs_per_sm=per_sm, stages=stages,
-                        reload_weight="reload-weight" in variant, column_halves="column-halves" in variant)
+                        reload_weight="reload-weight" in variant, column_halves="column-halves" in variant,
+                        padded="padded" in variant)
 
 
 def pipeline_stages(tile: BackwardTile, element_size: int, programs_per_sm: int, stages: int) -> int:
