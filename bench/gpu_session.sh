@@ -72,7 +72,7 @@ for phase in "$@"; do
       # issue 15: the models preset, every peer, bf16 then fp16 (two files, so an interrupted run keeps whole dtypes)
       rm -f "$KEEP/sweep.done" "$KEEP/sweep.log" "$KEEP"/models-*.json
       impls=${SWEEP_IMPLS:-torch-native,torch-compile,liger,quack,triton,triton-persistent}
-      (setsid bash -c "for dt in bf16 fp16; do timeout -s INT 1500 python3 -m rmsnorm_dash bench --preset models \
+      (setsid bash -c "for dt in ${SWEEP_DTYPES:-bf16 fp16}; do timeout -s INT 1500 python3 -m rmsnorm_dash bench --preset models \
           --impl $impls --dtype \$dt --reps ${SWEEP_REPS:-40} --out $KEEP/models-\$dt.json --quiet; done \
           > $KEEP/sweep.log 2>&1; echo \$? > $KEEP/sweep.done" &)
       sleep 2; echo started
@@ -87,7 +87,7 @@ for phase in "$@"; do
       ls -la "$OUT"; tail -c 4000 "$KEEP/sweep.log"
       ;;
     train)
-      timeout ${TRAIN_S:-200} python3 -m rmsnorm_dash train-bench --out "$OUT/train-bench.json" 2>&1 | tail -40
+      timeout ${TRAIN_S:-200} python3 -m rmsnorm_dash train-bench ${TRAIN_ARGS:-} --out "$OUT/train-bench.json" 2>&1 | tail -40
       ;;
     sweep-wait)
       for _ in $(seq 110); do [ -f "$KEEP/sweep.done" ] && break; sleep 5; done
