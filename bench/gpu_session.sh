@@ -86,6 +86,12 @@ for phase in "$@"; do
       cp "$KEEP"/models-*.json "$OUT/" 2>/dev/null; tail -c 30000 "$KEEP/sweep.log" > "$OUT/sweep.log"
       ls -la "$OUT"; tail -c 4000 "$KEEP/sweep.log"
       ;;
+    check-ours)
+      # issue 15: correctness of our kernels at every model width and the odd ones (1000, 5000, 12345; M 4099)
+      timeout ${CHECK_S:-150} python3 -m rmsnorm_dash check --preset-widths --dtype ${CHECK_DTYPE:-bfloat16} \
+        --impl triton --impl triton-persistent --impl triton-workspace --impl triton-atomic > "$OUT/check.txt" 2>&1
+      echo "check exit code $?"; tail -c 5000 "$OUT/check.txt"
+      ;;
     train)
       timeout ${TRAIN_S:-200} python3 -m rmsnorm_dash train-bench ${TRAIN_ARGS:-} --out "$OUT/train-bench.json" 2>&1 | tail -40
       ;;
