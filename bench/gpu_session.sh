@@ -92,6 +92,11 @@ for phase in "$@"; do
         --impl triton --impl triton-persistent --impl triton-workspace --impl triton-atomic > "$OUT/check.txt" 2>&1
       echo "check exit code $?"; tail -c 5000 "$OUT/check.txt"
       ;;
+    profile)
+      # issue 14: profiled kernel times add up to each row's median
+      timeout ${PROFILE_S:-120} python3 bench/profile_check.py --m 16384 --n 4096,8192 --dtype bfloat16 \
+        --out "$OUT/profile-check.json" 2>&1 | tail -40
+      ;;
     train)
       timeout ${TRAIN_S:-200} python3 -m rmsnorm_dash train-bench ${TRAIN_ARGS:-} --out "$OUT/train-bench.json" 2>&1 | tail -40
       ;;
