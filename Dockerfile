@@ -18,6 +18,7 @@ WORKDIR /opt/rmsnorm-dashboard
 
 COPY pyproject.toml README.md ./
 COPY kernels ./kernels
+COPY engine ./engine
 COPY app ./app
 COPY rmsnorm_dash ./rmsnorm_dash
 COPY static ./static

@@ -48,7 +48,7 @@ class UnknownDevice(ValueError):
 
 def new_run_id() -> str:
     """The engine's run id (``20261202-140000-3fa2c1d0``: sortable, URL-safe, no dots)."""
-    from kernels.bench.engine import new_run_id as engine_run_id
+    from engine.runner import new_run_id as engine_run_id
 
     return engine_run_id()
 
@@ -382,7 +382,7 @@ class Scheduler:
                                   "uuid": info.get("uuid")}, label),
             "launch": None, "started_at": started, "ended_at": time.time(),
         }
-        from kernels.bench.models import ResultRow
+        from engine.models import ResultRow
 
         return ResultRow.model_validate(row).model_dump(mode="json")
 
@@ -411,7 +411,7 @@ class Scheduler:
             reason = f"no device could run {case_label(case)}: {job.last_error or 'unknown reason'}"
             self._record_row(job, self._error_row(label, self.workers.get(label), job, case, reason, time.time()))
         complete = not job.cancelled.is_set() and len(job.rows) == len(job.cases) and not leftovers
-        from kernels.bench.summary import summarize
+        from engine.summary import summarize
 
         job.summary = {"run_id": job.run_id, **summarize(job.rows, complete=complete), "planned": len(job.cases),
                        "cancelled": job.cancelled.is_set(), "devices": list(job.headers)}
@@ -429,7 +429,7 @@ class Scheduler:
 
 def _min_bytes(case: dict) -> int:
     try:
-        from kernels.bench.byte_model import min_bytes
+        from engine.byte_model import min_bytes
 
         return min_bytes(case["pass"], case["M"], case["N"], case["dtype"])
     except Exception:

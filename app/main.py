@@ -20,7 +20,7 @@ from fastapi_offline import FastAPIOffline
 from app.edge import BodyLimit
 from app.settings import Settings, get_settings
 from app.state import Service
-from kernels.bench.device import package_version
+from engine.device import package_version
 
 log = logging.getLogger("rmsnorm.service")
 
@@ -45,8 +45,8 @@ def _prepare_process(plugins: tuple[str, ...]) -> None:
     """Before the registry is imported: Triton kernels are interpreted when there is no GPU (the engine's rule),
     so that the implementation list here matches what the workers can run. Then the registry is loaded, with the
     plugins of the settings (the workers load the same ones), so that requests naming them validate."""
-    from kernels.bench.device import use_triton_interpreter_without_gpu
-    from kernels.bench.models import default_registry
+    from engine.device import use_triton_interpreter_without_gpu
+    from engine.models import default_registry
     from kernels.registry import load_all
 
     use_triton_interpreter_without_gpu()

@@ -9,7 +9,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from kernels.bench.models import ResultRow, RunFile, RunHeader, Sweep
+from engine.models import ResultRow, RunFile, RunHeader, Sweep
 
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|cuda)(:\d{1,3})?$")
 RUN_ID_REGEX = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,199}$"

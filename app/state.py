@@ -15,7 +15,7 @@ log = logging.getLogger("rmsnorm.service")
 
 def validate_run_file(document: dict) -> dict:
     """A result file checked with the engine's `RunFile` model, as a JSON-ready dict (extra ``headers`` kept)."""
-    from kernels.bench.models import RunFile, RunHeader
+    from engine.models import RunFile, RunHeader
 
     checked = RunFile.model_validate(document).model_dump(mode="json")
     if isinstance(document, dict) and document.get("headers"):

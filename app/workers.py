@@ -111,13 +111,13 @@ def worker_main(label: str, conn, plugins: tuple[str, ...], ceiling_bytes: int |
             # Triton kernels can only run interpreted on the CPU; this must precede the first triton import.
             os.environ.setdefault("TRITON_INTERPRET", "1")
         else:
-            from kernels.bench.device import use_triton_interpreter_without_gpu
+            from engine.device import use_triton_interpreter_without_gpu
 
             use_triton_interpreter_without_gpu()
         from kernels.registry import load_all
 
         load_all(extra_paths=plugins)
-        from kernels.bench.engine import DeviceBench
+        from engine.runner import DeviceBench
 
         if torch_device.startswith("cuda"):
             import torch
@@ -127,7 +127,7 @@ def worker_main(label: str, conn, plugins: tuple[str, ...], ceiling_bytes: int |
         bench = DeviceBench(device=torch_device, ceiling_bytes=ceiling_bytes)
         info = tag_device(_dump(bench.info), label)
         if known_ceiling:
-            from kernels.bench.ceiling import Ceiling
+            from engine.ceiling import Ceiling
 
             bench.adopt_ceiling(Ceiling(**known_ceiling))
         ceiling = bench.ceiling()
@@ -154,7 +154,7 @@ def worker_main(label: str, conn, plugins: tuple[str, ...], ceiling_bytes: int |
 
 
 def _answer(bench, label: str, kind: str, payload: dict) -> dict:
-    from kernels.bench.models import Case, Sweep
+    from engine.models import Case, Sweep
 
     if kind == "header":
         sweep = Sweep.model_validate(payload["sweep"])
@@ -183,9 +183,9 @@ def _answer(bench, label: str, kind: str, payload: dict) -> dict:
 def self_check_case(bench) -> dict:
     """One small Triton forward case through the engine (compile, launch, time): ``{"ok", "detail", versions}``.
     On a GPU it proves the image's torch, Triton and driver work together; it is what /api/health reports."""
-    from kernels.bench.device import versions
-    from kernels.bench.engine import runs_triton
-    from kernels.bench.models import Case
+    from engine.device import versions
+    from engine.runner import runs_triton
+    from engine.models import Case
 
     found = versions()
     triton_impls = [impl for impl in bench.registry if runs_triton(impl) and "fwd" in impl.passes

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from kernels.bench import device as devices  # noqa: E402
+from engine import device as devices  # noqa: E402
 from kernels.module import RMSNorm  # noqa: E402
 
 SHAPES = ((4096, 1024), (4096, 4096), (16384, 4096), (4096, 8192), (1024, 2048))

@@ -1,7 +1,7 @@
 """Device script (issue 15): the kernels at the hidden sizes of real models, in one call.
 
-For every width of the ``models`` preset (kernels/bench/presets.py) at M = 16384 and 65536, bf16, GPU time by
-the engine's own timer (kernels.bench.timing.measure: events, L2 flush or rotating sets, a GPU spin before
+For every width of the ``models`` preset (engine/presets.py) at M = 16384 and 65536, bf16, GPU time by
+the engine's own timer (engine.timing.measure: events, L2 flush or rotating sets, a GPU spin before
 each start event, host time apart):
 
 1. forward: the one-row kernel with the row as power-of-two segments (autotuned) and as one padded block,
@@ -31,10 +31,10 @@ if "--dry" in sys.argv:
 
 import torch  # noqa: E402
 
-from kernels.bench.byte_model import min_bytes  # noqa: E402
-from kernels.bench.ceiling import measure_copy  # noqa: E402
-from kernels.bench.presets import get_preset  # noqa: E402
-from kernels.bench.timing import measure, needs_flush, rotating_sets  # noqa: E402
+from engine.byte_model import min_bytes  # noqa: E402
+from engine.ceiling import measure_copy  # noqa: E402
+from engine.presets import get_preset  # noqa: E402
+from engine.timing import measure, needs_flush, rotating_sets  # noqa: E402
 from kernels.poison import poisoned_outputs  # noqa: E402
 from kernels.reference import dx_scale, relative_error, rmsnorm_backward_reference, rmsnorm_reference, tolerance_for  # noqa: E402
 from kernels.triton_backward.atomic import atomic_backward  # noqa: E402
@@ -49,7 +49,7 @@ PERSISTENT_GRID = [(1, 4, 2, 3), (1, 8, 1, 3), (1, 8, 2, 3), (1, 16, 1, 3), (2, 
 
 
 class Calls:
-    """A workload for kernels.bench.timing.measure: ``fn(k)`` on rotating set k."""
+    """A workload for engine.timing.measure: ``fn(k)`` on rotating set k."""
 
     def __init__(self, fn, sets):
         self.fn, self.sets, self.out = fn, sets, None

@@ -26,7 +26,7 @@ def main(argv=None) -> int:
     p.add_argument("--tolerance", type=float, default=0.10)
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
-    from kernels.bench.engine import run_sweep
+    from engine.runner import run_sweep
     from kernels.registry import default_registry
 
     registry = default_registry()

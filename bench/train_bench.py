@@ -96,7 +96,7 @@ def run(args) -> dict:
     import torch
     import transformers
 
-    from kernels.bench import device as devices
+    from engine import device as devices
 
     device = torch.device(args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu"))
     tiny = args.tiny or device.type == "cpu"
@@ -161,7 +161,7 @@ def show(result: dict) -> None:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    from kernels.bench.device import use_triton_interpreter_without_gpu
+    from engine.device import use_triton_interpreter_without_gpu
 
     use_triton_interpreter_without_gpu()
     result = run(args)

@@ -28,7 +28,7 @@ if "--dry" in sys.argv:
 import torch  # noqa: E402
 import triton  # noqa: E402
 
-from kernels.bench.timing import measure  # noqa: E402  (the engine's timer: one timer for both)
+from engine.timing import measure  # noqa: E402  (the engine's timer: one timer for both)
 from kernels.registry import REGISTRY, load_all  # noqa: E402
 from kernels.triton_backward import atomic, persistent, workspace  # noqa: E402
 from kernels.triton_backward.dx import BackwardTile, backward_tile  # noqa: E402
@@ -44,7 +44,7 @@ HOST_US = {}
 
 
 class _CallWorkload:
-    """``fn()`` as a workload of the engine's timer (kernels.bench.timing.measure): the inputs rotate inside
+    """``fn()`` as a workload of the engine's timer (engine.timing.measure): the inputs rotate inside
     ``fn`` (see `cycle`), so one "set" here stands for all of them."""
 
     sets = 1
@@ -66,7 +66,7 @@ class _CallWorkload:
 
 
 def time_ms(fn, dry: bool, warmup=10, rep=100, label=None) -> float:
-    """Median time of one call in ms, timed by the engine's own timer (kernels.bench.timing.measure): warm-up,
+    """Median time of one call in ms, timed by the engine's own timer (engine.timing.measure): warm-up,
     the host's enqueue time measured apart (recorded in HOST_US[label]), then per repetition a GPU spin of ~2×
     that host time before the start event, so Python's launch path is not in the number. The inputs rotate
     over `rotating_sets` copies (≥ 3 × L2, as the engine's ≥ 2 × L2), so no L2 flush is needed. On CPU (--dry)
@@ -279,7 +279,7 @@ def main(argv=None) -> int:
         return time.time() - started > args.budget_s
 
     if args.check:
-        from kernels.check import format_check_table, run_check
+        from engine.check import format_check_table, run_check
 
         names = ["triton", "triton-atomic", "triton-workspace", "triton-persistent"]
         rows = run_check(names, device=device) if not args.dry else run_check(["triton", "triton-persistent"])
@@ -419,7 +419,7 @@ def final(args) -> int:
     """Short confirmation of the tuned defaults: correctness at the wide-row and odd shapes (fp32, bf16),
     the issue shapes timed (ours + F.rms_norm), the wide-row γ held vs reloaded per row, and a
     same-size copy per shape (the ceiling a kernel of that many bytes can reach)."""
-    from kernels.check import format_check_table, run_check
+    from engine.check import format_check_table, run_check
 
     started = time.time()
     os.makedirs(OUT, exist_ok=True)

@@ -1,7 +1,7 @@
 """``rmsnorm-dash``: the command line.
 
     rmsnorm-dash list                       the registry: every implementation, available here or why not
-    rmsnorm-dash check [...]                correctness against the fp64 reference (kernels.check)
+    rmsnorm-dash check [...]                correctness against the fp64 reference (engine.check)
     rmsnorm-dash bench [--impl a,b] [--pass fwd,bwd] [--dtype bf16,fp16] [--m 4096,...] [--n ...]
                        [--reps N] [--warmup N] [--device cpu|cuda|cuda:1] [--interpreter] [--cuda-graph]
                        [--preset models] [--profile] [--no-verify] [--baseline torch-native]
@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(handler=cmd_list, subparser=p)
 
-    sub.add_parser("check", help="check every implementation against the fp64 reference (kernels.check)", add_help=False)
+    sub.add_parser("check", help="check every implementation against the fp64 reference (engine.check)", add_help=False)
 
     p = sub.add_parser("bench", help="measure effective bandwidth against the measured copy ceiling")
     p.add_argument("--impl", type=_csv, help="implementations, comma-separated (default: every available one)")
@@ -161,8 +161,8 @@ def cmd_bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from pydantic import ValidationError
     from rich.console import Console
 
-    from kernels.bench import device as devices
-    from kernels.bench.models import Sweep, format_validation_error
+    from engine import device as devices
+    from engine.models import Sweep, format_validation_error
 
     console = Console(stderr=True)
     try:
@@ -214,17 +214,17 @@ def cmd_bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     except ValidationError as exc:
         parser.error("invalid benchmark request:\n" + format_validation_error(exc))
     if args.plot is not None:
-        from kernels.bench.plot import PlotlyUnavailable, plotly_js
+        from engine.plot import PlotlyUnavailable, plotly_js
 
         try:
             plotly_js()
         except PlotlyUnavailable as exc:
             parser.error(f"--plot: {exc}")
 
-    from kernels.bench.engine import iter_run, plan
-    from kernels.bench.models import RunFile
-    from kernels.bench.report import print_summary
-    from kernels.bench.summary import summarize
+    from engine.runner import iter_run, plan
+    from engine.models import RunFile
+    from engine.report import print_summary
+    from engine.summary import summarize
 
     total = len(plan(sweep, registry))
     console.print(f"{total} cases on {args.device if args.device != 'auto' else torch_device}; measuring the copy ceiling first …")
@@ -271,7 +271,7 @@ def cmd_bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     else:
         console.print("CPU run: no result file written (pass --out FILE to keep it)")
     if args.plot is not None:
-        from kernels.bench.plot import write_plot_html
+        from engine.plot import write_plot_html
 
         console.print(f"wrote {write_plot_html(run, args.plot)}")
     return 0 if run.summary["complete"] else 130
@@ -279,7 +279,7 @@ def cmd_bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 def default_result_path(header, results_dir: Path = Path("results")) -> Path:
     """``results/<device-slug>-<date>.json``; a second run on the same day gets the time appended."""
-    from kernels.bench.device import slug
+    from engine.device import slug
 
     date = header.created_at[:10]
     path = results_dir / f"{slug(header.device)}-{date}.json"
@@ -304,13 +304,13 @@ def cmd_serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    from kernels.bench.device import use_triton_interpreter_without_gpu
+    from engine.device import use_triton_interpreter_without_gpu
 
     # Before Triton is first imported: without a GPU, Triton kernels can only run in its interpreter, so `list`
     # shows them as available (and `bench` still skips them unless --interpreter asks for those slow timings).
     use_triton_interpreter_without_gpu()
     if argv and argv[0] == "check":  # its own parser, written with the kernels
-        from kernels.check import check_main
+        from engine.check import check_main
 
         return int(check_main(argv[1:]) or 0)
     if argv and argv[0] == "train-bench":  # its own parser: bench/train_bench.py (a script, not a package)

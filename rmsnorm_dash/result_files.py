@@ -18,7 +18,7 @@ def _wide_console():
 def _read_run_file(parser: argparse.ArgumentParser, path: Path):
     from pydantic import ValidationError
 
-    from kernels.bench.models import RunFile, format_validation_error
+    from engine.models import RunFile, format_validation_error
 
     try:
         return RunFile.model_validate_json(path.read_text(encoding="utf-8"))
@@ -29,7 +29,7 @@ def _read_run_file(parser: argparse.ArgumentParser, path: Path):
 
 
 def cmd_table(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from kernels.bench.report import markdown_tables, print_summary
+    from engine.report import markdown_tables, print_summary
 
     runs = sorted((_read_run_file(parser, path) for path in args.files), key=lambda run: run.run.created_at)
     for i, run in enumerate(runs):
@@ -47,7 +47,7 @@ def cmd_compare(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
     must not pass on no data); 2: bad files or mixed timing modes."""
     import json
 
-    from kernels.bench.compare import MixedTiming, below, compare_runs, format_comparison
+    from engine.compare import MixedTiming, below, compare_runs, format_comparison
 
     base, new = _read_run_file(parser, args.base), _read_run_file(parser, args.new)
     try:
@@ -59,7 +59,7 @@ def cmd_compare(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
 
 
 def cmd_plot(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from kernels.bench.plot import PlotlyUnavailable, write_plot_html
+    from engine.plot import PlotlyUnavailable, write_plot_html
 
     run = _read_run_file(parser, args.file)
     out = args.out or args.file.with_suffix(".html")

@@ -38,8 +38,8 @@ def _validation_error(field: str, message: str, value=None) -> HTTPException:
 
 
 def _plan(body: BenchmarkRequest) -> tuple[dict, list[dict]]:
-    from kernels.bench.engine import plan
-    from kernels.bench.models import Sweep
+    from engine.runner import plan
+    from engine.models import Sweep
 
     sweep = Sweep.model_validate(body.sweep())
     cases = [case.model_dump(mode="json") for case in plan(sweep)]

@@ -1,5 +1,5 @@
 """`GET /api/compare?base=RUN_ID&new=RUN_ID`: NEW/BASE GB/s per shape and implementation of two stored runs
-(the engine's kernels.bench.compare, the same logic as `rmsnorm-dash compare`)."""
+(the engine's engine.compare, the same logic as `rmsnorm-dash compare`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 
 from app.schemas import ErrorBody
 from app.state import Service, get_service
-from kernels.bench.compare import MixedTiming, compare_runs
+from engine.compare import MixedTiming, compare_runs
 
 router = APIRouter(tags=["runs"])
 

@@ -11,7 +11,7 @@ from app.auth import request_exposed
 
 from app.schemas import Health
 from app.state import Service, get_service
-from kernels.bench.device import package_version
+from engine.device import package_version
 
 router = APIRouter(tags=["service"])
 

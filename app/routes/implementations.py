@@ -8,7 +8,7 @@ from typing import Any, Optional
 from fastapi import APIRouter, Depends, Query
 
 from app.state import Service, get_service
-from kernels.bench.models import MAX_M, MAX_N, default_registry
+from engine.models import MAX_M, MAX_N, default_registry
 from kernels.registry import describe_all
 
 router = APIRouter(tags=["implementations"])

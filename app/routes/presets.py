@@ -1,5 +1,5 @@
 """`GET /api/presets`: the named shape presets a sweep may ask for (``"preset": "models"``), from the engine's
-kernels.bench.presets (one source of truth)."""
+engine.presets (one source of truth)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from kernels.bench.presets import presets_document
+from engine.presets import presets_document
 
 router = APIRouter(tags=["implementations"])
 

@@ -29,7 +29,7 @@ def rmsnorm_bwd_rows(X, DY, DX, RSTD, w0, w1, w2, acc0, acc1, acc2, rows, M, N, 
         dx = rstd·(γ·dy) − x·rstd³·mean(γ·dy·x)        (per row; the mean spans every segment)
 
     The accumulators are updated before dx is formed, as the unsegmented kernel did: that order keeps the
-    16384-wide tile inside 128 registers (ptxas, `kernels.compiler_report`)."""
+    16384-wide tile inside 128 registers (ptxas, `engine.compiler_report`)."""
     rstd = tl.load(RSTD + rows, mask=rows < M, other=0.0)
     r = rstd[:, None]
     x0 = load_segment(X, rows, M, N, stride_x, 0, W0, MASK0)

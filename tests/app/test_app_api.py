@@ -13,7 +13,7 @@ from service_harness import TINY_SWEEP, lines_of, read_stream
 
 from app.main import create_app
 from app.settings import Settings
-from kernels.bench.models import MAX_ELEMENTS, MAX_M, ResultRow, RunHeader, default_registry
+from engine.models import MAX_ELEMENTS, MAX_M, ResultRow, RunHeader, default_registry
 from kernels.registry import describe_all
 
 
@@ -124,8 +124,8 @@ def test_case_too_big_for_memory_is_skipped_not_crashed(client):
     (the next case is measured)."""
     import torch
 
-    from kernels.bench import memory
-    from kernels.bench.device import free_memory_bytes
+    from engine import memory
+    from engine.device import free_memory_bytes
 
     big_m, big_n = MAX_ELEMENTS // 65536, 65536
     need = memory.footprint("bwd", big_m, big_n, 4, False, None).total(1)

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
-from kernels.bench.presets import presets_document
+from engine.presets import presets_document
 
 WRONG_PLUGIN = "tests.cli.cli_test_plugin:wrong"
 

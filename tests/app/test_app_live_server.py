@@ -23,7 +23,7 @@ from service_harness import (
     wait_for,
 )
 
-from kernels.bench.models import ResultRow, RunHeader
+from engine.models import ResultRow, RunHeader
 
 pytestmark = pytest.mark.server
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from service_harness import TEST_PLUGINS, TINY_SWEEP, LiveServer, lines_of, post_stream, slow_sweep, wait_for
 
-from kernels.bench.models import ResultRow, RunHeader
+from engine.models import ResultRow, RunHeader
 
 pytestmark = pytest.mark.server
 

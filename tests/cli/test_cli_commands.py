@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from rmsnorm_dash import cli
-from kernels.bench.models import RunFile
+from engine.models import RunFile
 from kernels.registry import REGISTRY
 
 HERE = Path(__file__).resolve().parent
@@ -60,7 +60,7 @@ def test_cuda_device_without_gpu_is_refused(capsys):
     assert code == 2 and "no CUDA GPU" in err
 
 
-def test_bench_on_cpu_writes_a_valid_result_file_and_plot(tmp_path, capsys):
+def test_engine_on_cpu_writes_a_valid_result_file_and_plot(tmp_path, capsys):
     out, html = tmp_path / "run.json", tmp_path / "run.html"
     code = cli.main(["bench", "--impl", "eager,cli-test-torch", "--plugin", PLUGIN, "--pass", "fwd,bwd",
                      "--dtype", "bf16,fp32", "--m", "32", "--n", "64,128", "--reps", "3", "--warmup", "1",
@@ -126,10 +126,10 @@ def test_list_shows_registry_with_availability(capsys):
 
 
 def test_check_delegates_to_kernels_check(monkeypatch):
-    import kernels.check
+    import engine.check
 
     seen = []
-    monkeypatch.setattr(kernels.check, "check_main", lambda argv: seen.append(argv) or 3)
+    monkeypatch.setattr(engine.check, "check_main", lambda argv: seen.append(argv) or 3)
     assert cli.main(["check", "--impl", "eager"]) == 3
     assert seen == [["--impl", "eager"]]
 
@@ -156,7 +156,7 @@ def test_cli_module_imports_no_web_stack_or_torch():
 
 
 def test_default_result_path_is_device_slug_and_date(tmp_path):
-    from kernels.bench.models import RunHeader
+    from engine.models import RunHeader
 
     header = RunHeader.model_validate({
         "run_id": "r", "created_at": "2026-12-02T14:05:09Z", "ceiling_GBps": 1.0, "ceiling_method": "m",

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from kernels.bench.models import RunFile
+from engine.models import RunFile
 from kernels.registry import REGISTRY
 from rmsnorm_dash import cli
 from test_cli_commands import HERE
@@ -50,7 +50,7 @@ def test_profile_and_preset_flags(tmp_path, capsys):
                      "--device", "cpu", "--out", str(out), "--quiet", "--profile"])
     assert code == 0
     run = RunFile.model_validate_json(out.read_text())
-    from kernels.bench.presets import get_preset
+    from engine.presets import get_preset
 
     assert run.run.sweep["preset"] == "models" and run.run.sweep["N"] == get_preset("models")["N"]
     assert run.run.sweep["M"] == [8]

@@ -28,8 +28,8 @@ def test_plugin_example_is_the_example_file():
 
 
 def test_results_section_is_generated_from_the_committed_file():
-    from kernels.bench.models import RunFile
-    from kernels.bench.report import markdown_tables
+    from engine.models import RunFile
+    from engine.report import markdown_tables
 
     section = README.split("<!-- results:start -->\n", 1)[1].split("<!-- results:end -->", 1)[0]
     files = sorted((ROOT / "results").glob("*.json"))

@@ -10,7 +10,7 @@ import pytest
 
 SCRIPT = """
 import json
-from kernels.compiler_report import persistent_backward_resources
+from engine.compiler_report import persistent_backward_resources
 print(json.dumps({n: persistent_backward_resources(n).__dict__ for n in (512, 1024, 2048, 4096, 8192, 16384)}))
 """
 

@@ -13,8 +13,8 @@ from typing import Iterable, Optional
 from rich.console import Console
 from rich.table import Table
 
-from kernels.bench.models import ResultRow, RunFile, RunHeader
-from kernels.bench.summary import DEFAULT_BASELINE, shape_key
+from engine.models import ResultRow, RunFile, RunHeader
+from engine.summary import DEFAULT_BASELINE, shape_key
 
 BEST = "★"
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from kernels.bench.models import DTYPE_BYTES
+from engine.models import DTYPE_BYTES
 
 RSTD_BYTES = 4
 PARTIAL_BYTES = 4

@@ -16,8 +16,8 @@ from typing import Optional
 
 import torch
 
-from kernels.bench.device import free_memory_bytes
-from kernels.bench.timing import stats_from_seconds
+from engine.device import free_memory_bytes
+from engine.timing import stats_from_seconds
 
 CEILING_BYTES_ENV = "RMSNORM_CEILING_BYTES"
 GIB = 1 << 30

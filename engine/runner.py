@@ -10,14 +10,14 @@
 A case is skipped, with its reason, BEFORE anything is allocated when: the implementation is not
 registered or not available here, it does not provide the pass, it is a Triton kernel on CPU and the
 Triton interpreter was not asked for (or was not switched on before Triton was imported), cuda-graph
-timing is asked for on CPU, or the memory estimate (kernels.bench.memory) exceeds the free memory. A
+timing is asked for on CPU, or the memory estimate (engine.memory) exceeds the free memory. A
 failure while running (an exception from the kernel, a wrong output shape, out of memory) makes an
 ``error`` row with the reason; the next case still runs.
 
-Before timing, unless the sweep says ``verify: false``, the correctness gate (kernels.bench.verify) runs the
+Before timing, unless the sweep says ``verify: false``, the correctness gate (engine.verify) runs the
 implementation once on the case's own inputs against the fp64 reference: a case that fails it is still
 timed but its row is ``wrong`` (never ranked best). With ``profile: true`` the timed case is then profiled
-(kernels.bench.profile) and the row carries its kernel breakdown. Both stay outside the timed region.
+(engine.profile) and the row carries its kernel breakdown. Both stay outside the timed region.
 """
 
 from __future__ import annotations
@@ -31,15 +31,15 @@ from typing import Any, Callable, Iterator, Mapping, Optional, Union
 
 import torch
 
-from kernels.bench import device as devices
-from kernels.bench import memory
-from kernels.bench.admission import refusal, size_sets
-from kernels.bench.byte_model import actual_bytes, element_size, min_bytes
-from kernels.bench.ceiling import Ceiling, measure_copy
-from kernels.bench.models import Case, ResultRow, RunFile, RunHeader, Sweep
-from kernels.bench.profile import profile_workload
-from kernels.bench.summary import summarize
-from kernels.bench.timing import (
+from engine import device as devices
+from engine import memory
+from engine.admission import refusal, size_sets
+from engine.byte_model import actual_bytes, element_size, min_bytes
+from engine.ceiling import Ceiling, measure_copy
+from engine.models import Case, ResultRow, RunFile, RunHeader, Sweep
+from engine.profile import profile_workload
+from engine.summary import summarize
+from engine.timing import (
     EPS,
     BackwardWorkload,
     ForwardWorkload,
@@ -47,7 +47,7 @@ from kernels.bench.timing import (
     measure_cuda_graph,
     random_inputs,
 )
-from kernels.bench.verify import Verdict, verify
+from engine.verify import Verdict, verify
 from kernels.registry import Implementation, Registry, default_registry
 
 TORCH_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Union
 
-from kernels.bench.models import ResultRow
+from engine.models import ResultRow
 
 Row = Union[ResultRow, Mapping[str, Any]]
 

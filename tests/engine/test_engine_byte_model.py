@@ -1,6 +1,6 @@
 import pytest
 
-from kernels.bench.byte_model import actual_bytes, element_size, min_bytes
+from engine.byte_model import actual_bytes, element_size, min_bytes
 
 
 def test_forward_bytes_known_shape():

@@ -3,7 +3,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from kernels.bench.models import Case, ResultRow, RunFile, Sweep, format_validation_error
+from engine.models import Case, ResultRow, RunFile, Sweep, format_validation_error
 from tiny_impls import make_registry
 
 
@@ -117,7 +117,7 @@ def test_row_rejects_unknown_status_and_mode():
 
 def test_git_commit_prefers_the_environment(monkeypatch):
     """A copied tree's .git can name another commit than its files; an explicit GIT_COMMIT wins."""
-    from kernels.bench import device
+    from engine import device
 
     monkeypatch.setenv("GIT_COMMIT", "f" * 40)
     assert device.git_commit() == "f" * 40

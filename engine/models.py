@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from kernels.registry import Registry, default_registry  # noqa: F401  (re-exported)
-from kernels.bench.presets import get_preset
+from engine.presets import get_preset
 from kernels.limits import DEVICE_RE, MAX_N  # noqa: F401  (MAX_N re-exported for the service)
 
 MAX_LIST = 64
@@ -290,7 +290,7 @@ class ResultRow(AliasModel):
     q1_us: Optional[Time] = None
     q3_us: Optional[Time] = None
     repetitions: int = Field(default=0, ge=0)
-    bytes: int = Field(ge=0, description="minimum bytes of the pass (kernels.bench.byte_model)")
+    bytes: int = Field(ge=0, description="minimum bytes of the pass (engine.byte_model)")
     actual_bytes: Optional[int] = Field(default=None, ge=0, description="bytes incl. known extra traffic, where known")
     GBps: Optional[float] = Field(default=None, ge=0, description="bytes / median time, 1e9 bytes per second")
     pct_of_ceiling: Optional[float] = Field(default=None, ge=0, description="GBps as a percentage (0–100) of the run's ceiling")

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional, Union
 
-from kernels.bench.models import RunFile
-from kernels.bench.summary import shape_key
+from engine.models import RunFile
+from engine.summary import shape_key
 
 DEFAULT_FAIL_BELOW = 0.97
 

@@ -30,8 +30,8 @@ GPU_SHAPES = ((4, 7), (1000, 1), (4099, 1000), (1024, 4096), (257, 8192), (300, 
 
 
 def preset_shapes(m: int) -> tuple[tuple[int, int], ...]:
-    """Every model width of the ``models`` preset (kernels.bench.presets) and the odd widths, at ``m`` rows."""
-    from kernels.bench.presets import get_preset
+    """Every model width of the ``models`` preset (engine.presets) and the odd widths, at ``m`` rows."""
+    from engine.presets import get_preset
 
     widths = sorted(set(get_preset("models")["N"]) | set(ODD_WIDTHS))
     return tuple((m, n) for n in widths)

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any, Union
 
-from kernels.bench.models import RunFile
+from engine.models import RunFile
 
 PLOTLY_JS_ENV = "RMSNORM_PLOTLY_JS"
 REPO_PLOTLY_JS = Path(__file__).resolve().parents[2] / "static" / "vendor" / "plotly.min.js"

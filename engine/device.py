@@ -19,7 +19,7 @@ from typing import Optional
 
 import torch
 
-from kernels.bench.models import DeviceInfo, RowDevice
+from engine.models import DeviceInfo, RowDevice
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 

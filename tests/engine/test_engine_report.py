@@ -3,10 +3,10 @@ import builtins
 import pytest
 from rich.console import Console
 
-from kernels.bench import plot as plot_mod
-from kernels.bench.models import RunFile
-from kernels.bench.report import BEST, print_summary, summary_tables
-from kernels.bench.summary import summarize
+from engine import plot as plot_mod
+from engine.models import RunFile
+from engine.report import BEST, print_summary, summary_tables
+from engine.summary import summarize
 
 
 def make_run(rows):
@@ -81,8 +81,8 @@ def test_plot_without_plotly_js_is_a_clear_error(monkeypatch, tmp_path):
 
 
 def test_host_column_wrong_cell_and_speedup():
-    from kernels.bench.report import host_text, summary_tables
-    from kernels.bench.models import ResultRow, RunHeader
+    from engine.report import host_text, summary_tables
+    from engine.models import ResultRow, RunHeader
     from rich.console import Console
 
     header = RunHeader.model_validate({"run_id": "r", "created_at": "2026-12-02T00:00:00Z", "ceiling_GBps": 100.0,

@@ -2,10 +2,10 @@
 
 import pytest
 
-from kernels.bench.engine import DeviceBench, plan
-from kernels.bench.models import Case, Sweep
-from kernels.bench.presets import PRESETS, get_preset, model_names, presets_document
-from kernels.bench.profile import _busy_and_span
+from engine.runner import DeviceBench, plan
+from engine.models import Case, Sweep
+from engine.presets import PRESETS, get_preset, model_names, presets_document
+from engine.profile import _busy_and_span
 from tiny_impls import make_registry
 
 SMALL_CEILING = 1 << 20

@@ -1,13 +1,13 @@
 """Whether a case may run here, and with how many rotating input sets: decided BEFORE anything of the case
-is allocated (the reasons become ``skipped`` rows; see kernels.bench.engine)."""
+is allocated (the reasons become ``skipped`` rows; see engine.runner)."""
 
 from __future__ import annotations
 
 import os
 from typing import Optional
 
-from kernels.bench import memory
-from kernels.bench.timing import needs_flush, rotating_sets
+from engine import memory
+from engine.timing import needs_flush, rotating_sets
 from kernels.registry import Implementation
 
 ENGINE_DTYPES = ("bfloat16", "float16", "float32")

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from kernels.bench import timing
-from kernels.bench.timing import BackwardWorkload, ForwardWorkload, measure, random_inputs, rotating_sets, stats_from_seconds
+from engine import timing
+from engine.timing import BackwardWorkload, ForwardWorkload, measure, random_inputs, rotating_sets, stats_from_seconds
 from tiny_impls import Counters, counting_impl, torch_rmsnorm
 
 CPU = torch.device("cpu")

@@ -4,10 +4,10 @@ import threading
 import pytest
 import torch
 
-from kernels.bench import engine as engine_mod
-from kernels.bench.byte_model import min_bytes
-from kernels.bench.engine import DeviceBench, iter_run, plan, run_sweep
-from kernels.bench.models import ResultRow, RunFile, RunHeader, Sweep
+from engine import runner as engine_mod
+from engine.byte_model import min_bytes
+from engine.runner import DeviceBench, iter_run, plan, run_sweep
+from engine.models import ResultRow, RunFile, RunHeader, Sweep
 from kernels.registry import Implementation
 from tiny_impls import failing, make_registry, torch_rmsnorm, wrong_shape
 
@@ -75,7 +75,7 @@ def test_tiny_cpu_sweep_header_first_then_one_row_per_case(registry):
 
 def test_skip_reasons(bench):
     def row(impl, pass_="fwd", **kw):
-        from kernels.bench.models import Case
+        from engine.models import Case
 
         return bench.run_case(Case(impl=impl, pass_=pass_, dtype="bfloat16", M=8, N=16), repetitions=2, warmup=1, **kw)
 
@@ -92,7 +92,7 @@ def test_skip_reasons(bench):
 
 
 def test_triton_on_cpu_runs_labelled_interpreter_when_asked(bench, monkeypatch):
-    from kernels.bench.models import Case
+    from engine.models import Case
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     r = bench.run_case(Case(impl="triton-pretend", pass_="bwd", dtype="float32", M=16, N=32), 2, 1, triton_interpreter=True)
@@ -114,7 +114,7 @@ def test_kernel_failures_become_error_rows_and_the_run_goes_on(registry):
 
 
 def test_oversize_case_refused_before_allocation(bench, monkeypatch):
-    from kernels.bench.models import Case
+    from engine.models import Case
 
     allocations = []
     monkeypatch.setattr(engine_mod, "random_inputs", lambda *a, **k: allocations.append(a) or pytest.fail("allocated"))
@@ -127,7 +127,7 @@ def test_oversize_case_refused_before_allocation(bench, monkeypatch):
 
 
 def test_memory_caps_rotating_sets(bench, monkeypatch):
-    from kernels.bench.models import Case
+    from engine.models import Case
 
     bench.info = bench.info.model_copy(update={"l2_bytes": 512 << 20})  # would want 32 sets of 16 MiB
     monkeypatch.setattr(bench, "free_memory", lambda: 512 << 20)  # budget 256 MiB on CPU
@@ -137,7 +137,7 @@ def test_memory_caps_rotating_sets(bench, monkeypatch):
 
 
 def test_small_case_with_few_sets_flushes_the_cache(bench):
-    from kernels.bench.models import Case
+    from engine.models import Case
 
     r = bench.run_case(Case(impl="test-torch", pass_="fwd", dtype="float32", M=8, N=16), 2, 1)
     assert r.status == "ok" and r.rotating_sets == 3 and r.l2_flush is True
@@ -189,8 +189,8 @@ def test_engine_imports_no_web_stack():
     import sys
     from pathlib import Path
 
-    modules = ["models", "byte_model", "device", "ceiling", "timing", "memory", "summary", "engine", "report", "plot"]
-    code = ("import sys\n" + "".join(f"import kernels.bench.{m}\n" for m in modules) +
+    modules = ["models", "byte_model", "device", "ceiling", "timing", "memory", "summary", "runner", "report", "plot"]
+    code = ("import sys\n" + "".join(f"import engine.{m}\n" for m in modules) +
             "print([m for m in ('fastapi', 'uvicorn', 'starlette', 'jinja2', 'plotly', 'app') if m in sys.modules])")
     proc = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr

@@ -4,7 +4,7 @@ Triton compiles to a cubin for a named target on any machine (its wheel carries 
 register pressure of a tile choice can be checked here, in CI, before a device call: this is how the wide-row
 backward's spills (128 registers + 72 B of stack at 16384 × 16 warps) were found and removed.
 
-    python -m kernels.compiler_report            # the persistent backward at every tuned tile and model width, sm_90
+    python -m engine.compiler_report            # the persistent backward at every tuned tile and model width, sm_90
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def persistent_backward_resources(n: int, tile=None) -> Resources:
 
 
 def main() -> int:
-    from kernels.bench.presets import get_preset
+    from engine.presets import get_preset
     from kernels.triton_backward.dx import TUNED_BACKWARD, backward_tile
 
     print(f"{'N':>6} {'segments':<18} {'rows':>4} {'warps':>5} {'k':>2} {'stages':>6} {'variant':<14} {'regs':>5} "

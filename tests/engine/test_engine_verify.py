@@ -3,10 +3,10 @@
 import pytest
 import torch
 
-from kernels.bench import verify as verify_mod
-from kernels.bench.engine import DeviceBench, iter_run, run_sweep
-from kernels.bench.models import Case, ResultRow, Sweep
-from kernels.bench.summary import summarize
+from engine import verify as verify_mod
+from engine.runner import DeviceBench, iter_run, run_sweep
+from engine.models import Case, ResultRow, Sweep
+from engine.summary import summarize
 from kernels.registry import Implementation
 from tiny_impls import failing, make_registry, off_by_one_percent, one_wrong_row, torch_rmsnorm
 

@@ -1,8 +1,8 @@
-"""Unit tests of kernels.bench.memory (the estimate checked before a case is allocated)."""
+"""Unit tests of engine.memory (the estimate checked before a case is allocated)."""
 
 import pytest
 
-from kernels.bench import memory
+from engine import memory
 
 
 def test_fused_backward_saves_rstd_only_and_counts_partials():
