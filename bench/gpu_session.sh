@@ -86,6 +86,12 @@ for phase in "$@"; do
       cp "$KEEP"/models-*.json "$OUT/" 2>/dev/null; tail -c 30000 "$KEEP/sweep.log" > "$OUT/sweep.log"
       ls -la "$OUT"; tail -c 4000 "$KEEP/sweep.log"
       ;;
+    pow2)
+      # issue 15: the power-of-two widths the models preset lacks (512, 1024), ours + the best peers, for the
+      # side-by-side against the committed default sweep
+      timeout ${POW2_S:-150} python3 -m rmsnorm_dash bench --impl ${POW2_IMPLS:-triton,triton-persistent,triton-workspace,triton-atomic,liger,torch-native} \
+        --dtype bf16,fp16 --m 4096,16384,65536 --n 512,1024 --reps 40 --quiet --out "$OUT/pow2.json" 2>&1 | tail -c 3000
+      ;;
     check-ours)
       # issue 15: correctness of our kernels at every model width and the odd ones (1000, 5000, 12345; M 4099)
       timeout ${CHECK_S:-150} python3 -m rmsnorm_dash check --preset-widths --dtype ${CHECK_DTYPE:-bfloat16} \
