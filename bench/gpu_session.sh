@@ -16,7 +16,8 @@ mkdir -p "$KEEP" "$OUT"
 export PYTHONUNBUFFERED=1
 export TRITON_CACHE_DIR=$KEEP/triton-cache TORCHINDUCTOR_CACHE_DIR=$KEEP/inductor-cache
 export PYTHONPATH="$PWD:$SITE:$SITE/nvidia_cutlass_dsl/dsl_packages${PYTHONPATH:+:$PYTHONPATH}"
-for d in $(find "$SITE" -maxdepth 4 -type d -name cutlass_dsl -path "*cutlass/cutlass_dsl" 2>/dev/null); do export PYTHONPATH="$(dirname "$(dirname "$d")"):$PYTHONPATH"; done
+dsl_path() { for d in $(find "$SITE" -maxdepth 4 -type d -name cutlass_dsl -path "*cutlass/cutlass_dsl" 2>/dev/null); do export PYTHONPATH="$(dirname "$(dirname "$d")"):$PYTHONPATH"; done; }
+dsl_path
 dash() { python3 -m rmsnorm_dash "$@"; }
 
 for phase in "$@"; do
@@ -36,6 +37,7 @@ for phase in "$@"; do
       python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
         "$KEEP/nvidia_cutlass_dsl_libs_cu13-4.8.1-cp312-cp312-manylinux_2_28_x86_64.whl" .whl/nvidia_cutlass_dsl*.whl \
         || { echo "cutlass dsl install failed"; exit 1; }
+      dsl_path  # the cutlass_dsl folder exists only now: later phases of this call need it on the path
       python3 -c 'import quack, cutlass; print("quack OK", getattr(quack, "__version__", "?"))' 2>&1 | tail -3
       ;;
     check)
@@ -91,6 +93,12 @@ for phase in "$@"; do
       # side-by-side against the committed default sweep
       timeout ${POW2_S:-150} python3 -m rmsnorm_dash bench --impl ${POW2_IMPLS:-triton,triton-persistent,triton-workspace,triton-atomic,liger,torch-native} \
         --dtype bf16,fp16 --m 4096,16384,65536 --n 512,1024 --reps 40 --quiet --out "$OUT/pow2.json" 2>&1 | tail -c 3000
+      ;;
+    models-fg)
+      # the models preset in the foreground, bounded by FG_S (SIGINT keeps the rows measured so far)
+      timeout -s INT ${FG_S:-300} python3 -m rmsnorm_dash bench --preset models --impl ${SWEEP_IMPLS:-quack,triton,triton-persistent} \
+        --dtype ${SWEEP_DTYPES:-bf16} --reps ${SWEEP_REPS:-25} --quiet --out "$OUT/models-fg.json" > "$OUT/models-fg.log" 2>&1
+      echo "exit $?"; tail -c 2500 "$OUT/models-fg.log"
       ;;
     check-ours)
       # issue 15: correctness of our kernels at every model width and the odd ones (1000, 5000, 12345; M 4099)
