@@ -52,7 +52,9 @@ def test_every_builtin_is_registered():
     assert {i.name for i in REGISTRY if i.uses_triton} >= {"triton", "triton-atomic", "triton-workspace",
                                                           "triton-persistent", "liger"}
     for d in (REGISTRY.get(n).describe() for n in BUILTINS):
-        assert d["family"] in ("atomic", "workspace", "persistent", "baseline", "other")
+        declared = REGISTRY.get(d["name"]).dgamma
+        assert d["family"] in ("baseline", "other") if declared is None else d["family"] == declared.name
+        assert d["dgamma"] == (declared.describe() if declared is not None else None)
         assert d["available"] or d["reason"]
     assert REGISTRY.get("triton").passes == ("fwd",)
     for name in ("triton-atomic", "triton-workspace", "triton-persistent"):
