@@ -5,6 +5,7 @@ with no other edit:
 
 1. a decorator in its own module::
 
+       from kernels.families import BackwardFamily
        from kernels.registry import register
 
        MY_FAMILY = BackwardFamily("my-tree", "dγ partials summed pairwise", partial_rows=...)
