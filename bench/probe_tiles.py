@@ -37,8 +37,9 @@ from kernels.registry import REGISTRY, load_all  # noqa: E402
 from kernels.triton_backward import persistent  # noqa: E402
 from kernels.triton_backward.column_sum import column_sum  # noqa: E402
 from kernels.triton_backward.dx import backward_tile  # noqa: E402
-from kernels.segments import Segments  # noqa: E402
-from kernels.triton_forward import next_power_of_two, rmsnorm_forward, rmsnorm_fwd_rows_kernel, size_class  # noqa: E402
+from kernels.segments import Segments, next_power_of_two  # noqa: E402
+from kernels.triton_forward import rmsnorm_forward, rmsnorm_fwd_rows_kernel, size_class  # noqa: E402
+from kernels.triton_mode import sm_count  # noqa: E402
 
 OUT = os.environ.get("OUT", "/tmp/probe-out")
 
@@ -73,7 +74,7 @@ def timed_parts(sets, w, dry):
         prepared.append((dy, x2d, w, rstd))
     nxt = tk.cycle(prepared)
     m, n = prepared[0][1].shape
-    _, _, programs = persistent.persistent_plan(m, n, 132 if dry else torch.cuda.get_device_properties(0).multi_processor_count)
+    _, _, programs = persistent.persistent_plan(m, n, sm_count(w.device))
     partial = torch.randn(programs, n, device=w.device)
     return (tk.time_ms(lambda: persistent.persistent_backward(*nxt()), dry),
             tk.time_ms(lambda: column_sum(partial, w.dtype), dry))

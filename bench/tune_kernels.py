@@ -6,17 +6,15 @@ last and everything is written to $OUT/tune.json.
 
 Bytes (minimum, each tensor read or written once): fwd reads x, γ and writes y, rstd (fp32);
 bwd reads x, dy, γ, rstd and writes dx, dγ. GB/s = bytes / median time; % of the measured copy ceiling
-(device-to-device copy of 1 GiB, counting bytes read + written). On CPU (--dry) it only exercises the
-script on tiny shapes through the interpreter; those timings mean nothing and are labelled so."""
+(device-to-device copy of 1 GiB, counting bytes read + written). Timed by the engine's own timer and rules
+(bench/tune_common.py: engine.timing). On CPU (--dry) it only exercises the script on tiny shapes through
+the interpreter; those timings mean nothing and are labelled so."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import itertools
 import json
 import os
-import statistics
 import sys
 import time
 
@@ -28,156 +26,18 @@ if "--dry" in sys.argv:
 import torch  # noqa: E402
 import triton  # noqa: E402
 
-from engine.timing import measure  # noqa: E402  (the engine's timer: one timer for both)
 from kernels.registry import REGISTRY, load_all  # noqa: E402
-from kernels.triton_backward import atomic, persistent, workspace  # noqa: E402
+from kernels.triton_backward import persistent, workspace  # noqa: E402
 from kernels.triton_backward.dx import BackwardTile, backward_tile  # noqa: E402
 from kernels.triton_forward import rmsnorm_forward  # noqa: E402
+from tune_common import (  # noqa: E402,F401  (probe_tiles.py reaches these as tune_kernels.*)
+    HOST_US, Calls, bench_bwd_autograd, bench_bwd_direct, bench_fwd, bwd_bytes, copy_ceiling_GBps, cycle, fwd_bytes,
+    kernel_reports, make_inputs, rotating_sets, time_ms, timed_ms, verify,
+)
 
 ISSUE_SHAPES = [(16384, 1024), (32768, 2048), (16384, 4096), (65536, 4096), (16384, 8192), (4096, 16384)]
 SHORT_SHAPES = [(262144, 128), (131072, 256), (65536, 512), (4096, 4096), (1024, 1024)]
-L2_BYTES = 60 * 2**20
 OUT = os.environ.get("OUT", "/tmp/tune-out")
-
-
-HOST_US = {}
-
-
-class _CallWorkload:
-    """``fn()`` as a workload of the engine's timer (engine.timing.measure): the inputs rotate inside
-    ``fn`` (see `cycle`), so one "set" here stands for all of them."""
-
-    sets = 1
-
-    def __init__(self, fn):
-        self.fn = fn
-
-    def context(self):
-        return contextlib.nullcontext()
-
-    def before(self, i: int) -> None:
-        pass
-
-    def call(self, i: int) -> None:
-        self.fn()
-
-    def check(self) -> None:
-        pass
-
-
-def time_ms(fn, dry: bool, warmup=10, rep=100, label=None) -> float:
-    """Median time of one call in ms, timed by the engine's own timer (engine.timing.measure): warm-up,
-    the host's enqueue time measured apart (recorded in HOST_US[label]), then per repetition a GPU spin of ~2×
-    that host time before the start event, so Python's launch path is not in the number. The inputs rotate
-    over `rotating_sets` copies (≥ 3 × L2, as the engine's ≥ 2 × L2), so no L2 flush is needed. On CPU (--dry)
-    the same function times with perf_counter (meaningless numbers, only exercising the script)."""
-    device = torch.device("cpu" if dry else "cuda")
-    stats = measure(_CallWorkload(fn), 3 if dry else rep, 1 if dry else warmup, device)
-    if label and stats.host_us is not None:
-        HOST_US[label] = stats.host_us
-    return stats.median_us * 1e-3
-
-
-def copy_ceiling_GBps(device, dry: bool) -> float:
-    n = (2**30 if not dry else 2**20) // 2
-    src = torch.randn(n, device=device).to(torch.float16)
-    dst = torch.empty_like(src)
-    ms = time_ms(lambda: dst.copy_(src), dry, warmup=20, rep=400)
-    return 2 * src.numel() * 2 / (ms * 1e-3) / 1e9
-
-
-def fwd_bytes(m, n, s):
-    return 2 * m * n * s + n * s + 4 * m
-
-
-def bwd_bytes(m, n, s):
-    return 3 * m * n * s + 2 * n * s + 4 * m
-
-
-def rotating_sets(m, n, s, tensors_per_set):
-    return max(2, min(8, -(-3 * L2_BYTES // max(1, tensors_per_set * m * n * s))))
-
-
-def make_inputs(m, n, dtype, device, count):
-    sets = []
-    for _ in range(count):
-        x = torch.randn(m, n, device=device, dtype=torch.float32).mul_(1.5).to(dtype)
-        dy = torch.randn(m, n, device=device, dtype=torch.float32).to(dtype)
-        sets.append((x, dy))
-    w = (1 + 0.5 * torch.randn(n, device=device)).to(dtype)
-    return sets, w
-
-
-def cycle(items):
-    state = {"i": 0}
-
-    def nxt():
-        state["i"] = (state["i"] + 1) % len(items)
-        return items[state["i"]]
-
-    return nxt
-
-
-def bench_fwd(fn, sets, w, dry, label=None):
-    nxt = cycle(sets)
-
-    def run():
-        x, _ = nxt()
-        fn(x, w)
-
-    with torch.no_grad():
-        return time_ms(run, dry, label=label)
-
-
-def bench_bwd_autograd(fn, sets, w, dry, label=None):
-    graphs = []
-    for x, dy in sets:
-        xg = x.clone().requires_grad_(True)
-        wg = w.clone().requires_grad_(True)
-        graphs.append((fn(xg, wg), xg, wg, dy))
-    nxt = cycle(graphs)
-
-    def run():
-        y, xg, wg, dy = nxt()
-        torch.autograd.grad(y, (xg, wg), dy, retain_graph=True)
-
-    return time_ms(run, dry, label=label)
-
-
-def bench_bwd_direct(strategy, sets, w, dry, **kwargs):
-    prepared = []
-    for x, dy in sets:
-        _, x2d, rstd = rmsnorm_forward(x, w, 1e-6)
-        prepared.append((dy, x2d, rstd))
-    nxt = cycle(prepared)
-
-    def run():
-        dy, x2d, rstd = nxt()
-        strategy(dy, x2d, w, rstd, **kwargs)
-
-    return time_ms(run, dry)
-
-
-def kernel_reports():
-    """Registers / spills of every compiled variant of our kernels (what ptxas made of them)."""
-    from kernels.triton_backward.column_sum import column_sum_kernel
-    from kernels.triton_forward import rmsnorm_fwd_chunked_kernel, rmsnorm_fwd_rows_kernel
-
-    out = []
-    for fn in (rmsnorm_fwd_rows_kernel, rmsnorm_fwd_chunked_kernel, atomic.rmsnorm_bwd_atomic_kernel,
-               workspace.rmsnorm_bwd_workspace_kernel, persistent.rmsnorm_bwd_persistent_kernel, column_sum_kernel):
-        for caches in getattr(fn, "device_caches", {}).values():
-            for key, compiled in caches[0].items():
-                try:
-                    compiled._init_handles()
-                    md = compiled.metadata
-                    consts = {k: v for k, v in (getattr(compiled, "constants", None) or {}).items()} if False else {}
-                    out.append({"kernel": fn.__name__, "n_regs": compiled.n_regs, "n_spills": compiled.n_spills,
-                                "num_warps": md.num_warps, "num_stages": md.num_stages,
-                                "shared": md.shared, "key": str(key)[-160:], **consts})
-                except Exception as exc:  # report what could be read
-                    out.append({"kernel": fn.__name__, "error": repr(exc)[:200]})
-    return out
 
 
 def persistent_grid(n, dtype_size):
@@ -216,29 +76,6 @@ def forward_grid(n):
                 for stages in ((1, 3) if block >= 16384 else (3,)):
                     plans.append((rows, warps, k, stages))
     return plans
-
-
-def verify(label, run, m, n, device, say):
-    """The chosen variant on fresh fp32 and fp16 inputs against the fp64 reference (poisoned outputs)."""
-    from kernels.poison import poisoned_outputs
-    from kernels.reference import dx_scale, relative_error, rmsnorm_backward_reference, rmsnorm_reference
-    from kernels.reference import tolerance_for
-
-    for dtype in (torch.float32, torch.float16, torch.bfloat16):
-        x = torch.randn(m, n, device=device).to(dtype)
-        w = (1 + 0.5 * torch.randn(n, device=device)).to(dtype)
-        dy = torch.randn(m, n, device=device).to(dtype)
-        try:
-            with poisoned_outputs():
-                out = run(x, w, dy)
-            if len(out) == 1:
-                err = relative_error(out[0], rmsnorm_reference(x, w)[0])
-            else:
-                dx_ref, dw_ref = rmsnorm_backward_reference(x, w, dy)
-                err = max(relative_error(out[0], dx_ref, dx_scale(x, w, dy)), relative_error(out[1], dw_ref))
-            say(f"verify {label} {m}x{n} {dtype}: rel err {err:.2e} {'ok' if err <= tolerance_for(dtype) else 'FAIL'}")
-        except Exception as exc:
-            say(f"verify {label} {m}x{n} {dtype}: FAIL {exc!r}"[:300])
 
 
 def main(argv=None) -> int:

@@ -10,13 +10,9 @@ so GB/s compare like time does, and the copy ceiling (read + write bytes of a de
 is the same kind of number.
 
 ``actual_bytes`` adds the traffic a backward strategy is known to add on top of the minimum, so a chart
-can show why a variant is slower. The implementation says it, through its ``launch(M, N, sm_count)``
-(kernels.registry), never through its family name:
-
-- ``extra_bytes`` (with ``extra_bytes_note``), when the launch gives it (e.g. the atomic backward's
-  estimate of its dγ read-modify-write traffic);
-- else ``partial_rows``: the fp32 dγ partial buffer, written and read back, ``2 · partial_rows · N · 4``;
-- no launch, or neither key (and the forward): unknown, ``None``.
+can show why a variant is slower. The implementation says it, through its ``launch(M, N, sm_count)``: the
+numbers of its dγ family (``extra_bytes`` and ``extra_bytes_note``; `kernels.families.extra_traffic` reads
+them). Without a launch, or when it declares no extra traffic (and for the forward): unknown, ``None``.
 """
 
 from __future__ import annotations
@@ -25,9 +21,9 @@ from dataclasses import dataclass
 from typing import Optional
 
 from engine.models import DTYPE_BYTES
+from kernels.families import extra_traffic
 
 RSTD_BYTES = 4
-PARTIAL_BYTES = 4
 
 
 def element_size(dtype: str) -> int:
@@ -59,11 +55,7 @@ def actual_bytes(pass_: str, M: int, N: int, dtype: str, launch: Optional[dict])
     """Minimum bytes plus the extra traffic the implementation's launch declares, or ``None``."""
     if pass_ != "bwd" or not launch:
         return None
-    base = min_bytes(pass_, M, N, dtype)
-    if launch.get("extra_bytes") is not None:
-        note = str(launch.get("extra_bytes_note") or "+ extra traffic declared by the implementation")
-        return ActualBytes(base + int(launch["extra_bytes"]), note)
-    if launch.get("partial_rows"):
-        rows = int(launch["partial_rows"])
-        return ActualBytes(base + 2 * rows * N * PARTIAL_BYTES, f"+ fp32 dγ partials written and read back (2·{rows}·N·4)")
-    return None
+    extra = extra_traffic(launch, N)
+    if extra is None:
+        return None
+    return ActualBytes(min_bytes(pass_, M, N, dtype) + extra[0], extra[1])

@@ -56,7 +56,8 @@ def compiled_resources(kernel, signature: dict, constants: dict, num_warps: int,
 def persistent_backward_resources(n: int, tile=None) -> Resources:
     """The persistent backward kernel as `persistent_backward` launches it for rows of width ``n`` (bf16)."""
     from kernels.triton_backward.dx import backward_tile, pipeline_stages
-    from kernels.triton_backward.persistent import rmsnorm_bwd_persistent_halves_kernel, rmsnorm_bwd_persistent_kernel
+    from kernels.experimental import rmsnorm_bwd_persistent_halves_kernel
+    from kernels.triton_backward.persistent import rmsnorm_bwd_persistent_kernel
 
     tile = tile or backward_tile(n)
     stages = pipeline_stages(tile, 2, tile.programs_per_sm, tile.stages)

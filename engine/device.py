@@ -21,7 +21,8 @@ import torch
 
 from engine.models import DeviceInfo, RowDevice
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+"""The repository root (engine/ is one level below it): where git is asked for the commit."""
 
 
 def resolve(spec: str = "auto") -> torch.device:

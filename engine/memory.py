@@ -2,11 +2,11 @@
 
 Held for the whole case:
 - per rotating set: x (M·N·s); the backward adds dy (M·N·s), the graph's output y (M·N·s) and what the
-  forward saved for the backward (rstd for fused kernels — those whose registry entry has a ``launch``;
+  forward saved for the backward (rstd for fused kernels — those whose registry entry says ``fused``;
   an allowance of 2·M·N·4 fp32 intermediates for the others, whose autograd saves up-cast copies);
 - shared: γ, and the L2 flush buffer when one is used.
 Transient, per call: the outputs (two live at once: the new one and the previous), the fp32 dγ partials
-(``partial_rows·N·4``) and an allowance of 3·M·N·4 for the fp32 temporaries an unfused implementation makes.
+(the ``partial_bytes`` its launch declares through its dγ family, `kernels.families`) and an allowance of 3·M·N·4 for the fp32 temporaries an unfused implementation makes.
 
 The budget is the free device memory (``torch.cuda.mem_get_info`` plus the caching allocator's unused
 blocks) × 0.9 on a GPU, and ``MemAvailable`` × 0.5 on CPU (the machine is shared with everything else).
@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Optional
+
+from kernels.families import partial_bytes
 
 GPU_SAFETY = 0.9
 CPU_SAFETY = 0.5
@@ -34,13 +36,13 @@ class Footprint:
 
 def footprint(pass_: str, M: int, N: int, elem: int, fused: bool, launch: Optional[dict]) -> Footprint:
     """``fused``: the implementation's autograd saves only rstd (no fp32 copies, no unfused temporaries);
-    ``launch``: its ``launch()`` dict (``partial_rows``), or None."""
+    ``launch``: its ``launch()`` dict (``partial_bytes``, or ``partial_rows``), or None."""
     if not isinstance(fused, bool):
-        raise TypeError(f"fused must be a bool (the implementation has a launch()), got {fused!r}")
+        raise TypeError(f"fused must be a bool (the implementation's `fused`), got {fused!r}")
     mn = M * N
     saved = M * 4 if fused else 2 * mn * 4 + M * 4
     temporaries = 0 if fused else 3 * mn * 4
-    partials = int((launch or {}).get("partial_rows") or 0) * N * 4
+    partials = partial_bytes(launch, N)
     if pass_ == "fwd":
         per_set = mn * elem
         transient = 2 * (mn * elem + M * 4) + temporaries

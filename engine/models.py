@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from kernels.registry import Registry, default_registry  # noqa: F401  (re-exported)
 from engine.presets import get_preset
-from kernels.limits import DEVICE_RE, MAX_N  # noqa: F401  (MAX_N re-exported for the service)
+from kernels.limits import DEFAULT_SM_COUNT, DEVICE_RE, MAX_N  # noqa: F401  (MAX_N, DEFAULT_SM_COUNT re-exported for the service)
 
 MAX_LIST = 64
 MAX_M = 1 << 20

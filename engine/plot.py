@@ -19,7 +19,7 @@ from typing import Any, Union
 from engine.models import RunFile
 
 PLOTLY_JS_ENV = "RMSNORM_PLOTLY_JS"
-REPO_PLOTLY_JS = Path(__file__).resolve().parents[2] / "static" / "vendor" / "plotly.min.js"
+REPO_PLOTLY_JS = Path(__file__).resolve().parents[1] / "static" / "vendor" / "plotly.min.js"
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
 DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
 

@@ -197,7 +197,7 @@ class DeviceBench:
 
         # Memory: decided before anything of the case is allocated.
         elem = element_size(case.dtype)
-        fp = memory.footprint(case.pass_, case.M, case.N, elem, impl.launch is not None, row["launch"])
+        fp = memory.footprint(case.pass_, case.M, case.N, elem, impl.fused, row["launch"])
         budget = memory.budget(self.free_memory(), self.device.type)
         sets, flush_bytes = size_sets(fp, row["bytes"], self.info.l2_bytes, repetitions, warmup, budget)
         if sets == 0:

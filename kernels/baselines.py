@@ -16,7 +16,8 @@ import torch
 
 from kernels.registry import register
 from kernels.triton_mode import interpreting, triton_unavailable_reason
-from kernels.validation import MAX_N, validate_rmsnorm_inputs
+from kernels.limits import MAX_N
+from kernels.validation import validate_rmsnorm_inputs
 
 
 def rmsnorm_eager_math(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:

@@ -27,7 +27,8 @@ from torch import Tensor
 
 from kernels.triton_forward import as_rows, rmsnorm_forward
 from kernels.triton_mode import interpreting
-from kernels.validation import MAX_N, SUPPORTED_DTYPES, validate_rmsnorm_inputs
+from kernels.limits import MAX_N
+from kernels.validation import SUPPORTED_DTYPES, validate_rmsnorm_inputs
 
 NAMESPACE = "rmsnorm_dashboard"
 STRATEGIES = ("atomic", "workspace", "persistent")

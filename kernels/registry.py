@@ -5,12 +5,18 @@ with no other edit:
 
 1. a decorator in its own module::
 
+       from kernels.families import BackwardFamily
        from kernels.registry import register
 
-       @register("my-rmsnorm", passes=("fwd", "bwd"), family="persistent",
+       MY_FAMILY = BackwardFamily("my-tree", "dγ partials summed pairwise", partial_rows=...)
+
+       @register("my-rmsnorm", passes=("fwd", "bwd"), family=MY_FAMILY, launch=my_grid,
                  deterministic=True, description="what it does in one line")
        def my_rmsnorm(x, weight, eps):
            return MyAutogradFunction.apply(x, weight, eps)
+
+   (``family`` may also be a plain name: ``"baseline"``, ``"other"``, or an existing strategy's name to be
+   drawn like it; see `kernels/families.py`);
 
 2. a Python entry point in the group ``rmsnorm_dashboard.implementations`` whose object is an
    `Implementation` (or a decorated function, or a module whose import registers entries);
@@ -28,14 +34,17 @@ import importlib
 import os
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Optional, Union
+
+from kernels.families import BackwardFamily, FamilyLaunch, check_family_name
+from kernels.limits import DEFAULT_SM_COUNT
 
 ENTRY_POINT_GROUP = "rmsnorm_dashboard.implementations"
 PLUGINS_ENV = "RMSNORM_PLUGINS"
 
 PASSES = ("fwd", "bwd")
-FAMILIES = ("atomic", "workspace", "persistent", "baseline", "other")
-"""How the dock scene draws an implementation's dγ reduction ("baseline" and "other" get a generic drawing)."""
+EXAMPLE_SHAPE = (16384, 4096)
+"""(M, N) of the example launch each listing entry carries (on a device of `DEFAULT_SM_COUNT` SMs)."""
 
 RmsNormFn = Callable[..., Any]
 
@@ -48,27 +57,29 @@ class Implementation:
     fn: RmsNormFn = field(repr=False, compare=False)
     passes: tuple[str, ...] = ("fwd", "bwd")
     deterministic: bool = True
-    family: str = "other"
+    family: Union[str, BackwardFamily] = "other"
+    """How it reduces dγ: a `BackwardFamily` (its numbers then join every ``launch()`` result), or a name only
+    (``baseline``, ``other``, or a strategy's name to be drawn like it). Stored as the name; the descriptor
+    is ``dgamma``."""
     description: str = ""
     requires: tuple[str, ...] = ()
     """Importable modules it needs (e.g. ``liger_kernel``); missing ones make it unavailable, with the reason."""
     available_when: Callable[[], str | None] | None = field(default=None, repr=False, compare=False)
     """Extra check run on demand: returns ``None`` when usable here, else the reason it is not."""
     launch: Callable[[int, int, int], dict] | None = field(default=None, repr=False, compare=False)
-    """``launch(M, N, sm_count) -> {"programs": G, "rows_per_program": r, "partial_rows": p, ...}``: the real
-    grid the kernel uses for that shape on a device with ``sm_count`` SMs (the dock scene draws it).
-    ``None`` for opaque baselines. What the engine reads from it (so no family is special-cased there):
-
-    - ``partial_rows``: rows of the fp32 dγ partial buffer the backward writes and reads back (memory
-      estimate; extra bytes ``2·partial_rows·N·4`` unless ``extra_bytes`` says otherwise);
-    - ``extra_bytes`` (optional): traffic on top of the minimum bytes of the pass, with ``extra_bytes_note``
-      saying what it is and whether it is an estimate.
-
-    An implementation with a ``launch`` is taken to be fused (its autograd saves rstd, not fp32 copies)."""
+    """``launch(M, N, sm_count) -> {"programs": G, "rows_per_program": r, ...}``: the real grid the kernel
+    uses for that shape on a device with ``sm_count`` SMs (the dock scene draws it). ``None`` for opaque
+    baselines. With a `BackwardFamily` the result also carries the family's numbers (``family``,
+    ``partial_rows``, ``partial_bytes``, ``extra_bytes``, ``extra_bytes_note``: `kernels.families`), which is
+    all the engine's byte model and memory estimate read; a plain launch may give them itself."""
     uses_triton: bool = False
     """It launches Triton kernels (on CPU it then runs only under the Triton interpreter)."""
     source: str = "builtin"
     """Where it came from: ``builtin``, ``entry-point:<dist>``, ``path:<module:object>`` or ``plugin``."""
+    fused: Optional[bool] = None
+    """Its autograd saves only rstd, no fp32 copies of x (the memory estimate); default: it has a ``launch``."""
+    dgamma: Optional[BackwardFamily] = field(default=None, repr=False)
+    """The `BackwardFamily` given as ``family`` (set by the constructor), else ``None``."""
 
     def __post_init__(self) -> None:
         if not self.name or not isinstance(self.name, str) or any(c.isspace() for c in self.name):
@@ -78,8 +89,23 @@ class Implementation:
         bad = [p for p in self.passes if p not in PASSES]
         if bad or not self.passes:
             raise ValueError(f"implementation {self.name!r}: passes must be a non-empty subset of {PASSES}, got {self.passes!r}")
-        if self.family not in FAMILIES:
-            raise ValueError(f"implementation {self.name!r}: family must be one of {FAMILIES}, got {self.family!r}")
+        if isinstance(self.family, BackwardFamily):
+            object.__setattr__(self, "dgamma", self.family)
+            object.__setattr__(self, "family", self.family.name)
+        try:
+            check_family_name(self.family)
+        except ValueError as exc:
+            raise ValueError(f"implementation {self.name!r}: {exc}") from None
+        if self.dgamma is not None:
+            if self.dgamma.name != self.family:
+                raise ValueError(f"implementation {self.name!r}: family {self.family!r} is not its dγ family "
+                                 f"{self.dgamma.name!r}")
+            if self.launch is None:
+                raise ValueError(f"implementation {self.name!r}: a BackwardFamily needs the launch grid its "
+                                 "numbers are computed from (launch=...)")
+            object.__setattr__(self, "launch", FamilyLaunch(self.launch, self.dgamma))
+        if self.fused is None:
+            object.__setattr__(self, "fused", self.launch is not None)
 
     def unavailable_reason(self) -> str | None:
         """``None`` when this implementation can run in this process, else a plain-spoken reason."""
@@ -108,7 +134,21 @@ class Implementation:
             "reason": reason,
             "source": self.source,
             "uses_triton": self.uses_triton,
+            "fused": self.fused,
+            "dgamma": self.dgamma.describe() if self.dgamma is not None else None,
+            "launch_example": self.example_launch(),
         }
+
+    def example_launch(self, shape: tuple[int, int] = EXAMPLE_SHAPE, sm_count: int = DEFAULT_SM_COUNT) -> dict | None:
+        """``{"M", "N", "sm_count", **launch(M, N, sm_count)}`` at ``shape``; ``None`` without a launch (or when
+        the plugin's launch fails: the listing must not)."""
+        if self.launch is None:
+            return None
+        M, N = shape
+        try:
+            return {"M": M, "N": N, "sm_count": sm_count, **dict(self.launch(M, N, sm_count))}
+        except Exception:
+            return None
 
 
 class Registry:
@@ -156,12 +196,13 @@ def register(
     *,
     passes: Iterable[str] = ("fwd", "bwd"),
     deterministic: bool = True,
-    family: str = "other",
+    family: Union[str, BackwardFamily] = "other",
     description: str = "",
     requires: Iterable[str] = (),
     available_when: Callable[[], str | None] | None = None,
     launch: Callable[[int, int, int], dict] | None = None,
     uses_triton: bool = False,
+    fused: Optional[bool] = None,
     source: str = "builtin",
     registry: Registry | None = None,
     replace: bool = False,
@@ -181,6 +222,7 @@ def register(
             available_when=available_when,
             launch=launch,
             uses_triton=uses_triton,
+            fused=fused,
             source=source,
         )
         (registry if registry is not None else REGISTRY).add(impl, replace=replace)

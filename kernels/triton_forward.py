@@ -1,7 +1,7 @@
 """The fused RMSNorm forward in Triton: x read once, fp32 accumulation, y in x's dtype, per-row fp32 rstd
 kept for the backward.
 
-Three kernels behind one entry point, `rmsnorm_forward`, dispatched by row width (`forward_kind`; the
+Two kernels behind one entry point, `rmsnorm_forward`, dispatched by row width (`forward_kind`; the
 registry's ``triton`` implementation is `kernels/triton_rmsnorm.py`):
 
 * ``rmsnorm_fwd_rows_kernel``: ROWS rows per program, each row held as up to three power-of-two segments
@@ -13,9 +13,8 @@ registry's ``triton`` implementation is `kernels/triton_rmsnorm.py`):
   the x loads kept in L2; then x read again, from L2, to write y), autotuned over CHUNK × num_warps with the
   chunks that pad the row least (`prune_chunked_configs`): far fewer registers per thread than a whole row,
   so more programs per SM (TorchInductor's looped reduction does this for wide rows);
-* ``rmsnorm_fwd_persistent_kernel``: SM count × k programs striding over [ROWS, BLOCK] tiles, the next
-  tile's loads software-pipelined (``tl.range(..., num_stages)``) behind the current one's math; selectable
-  (``kernel="persistent"``), measured slower, not dispatched to.
+* and, for the tuning scripts only, the persistent forward of `kernels.experimental` (``kernel="persistent"``
+  or a ``plan``): measured slower, not dispatched to.
 
 The autotuners key on N and the size class of M (`size_class`: the best tile for 4096 rows is not the
 best for 65536). Each runs once per (N, size class, dtypes, device); later calls launch its choice
@@ -33,8 +32,10 @@ import triton.language as tl
 from kernels.fast_launch import fast
 from kernels.poison import new_output
 from kernels.segments import Segments, load_segment, next_power_of_two, row_segments
-from kernels.triton_mode import interpreting, sm_count
-from kernels.validation import MAX_N, validate_rmsnorm_inputs
+from kernels.triton_mode import interpreting
+from kernels.experimental import persistent_forward, persistent_forward_grid
+from kernels.limits import DEFAULT_SM_COUNT, MAX_N
+from kernels.validation import validate_rmsnorm_inputs
 
 ROW_WARPS = (4, 8, 16, 32)
 ROW_PER_THREAD = 4  # fewest elements per thread a one-row config may give (fewer: idle lanes)
@@ -153,25 +154,6 @@ def rmsnorm_fwd_chunked_kernel(X, W, Y, RSTD, stride_x, stride_y, N, eps, SIZE_C
     tl.store(RSTD + row, rstd)
 
 
-@triton.jit
-def rmsnorm_fwd_persistent_kernel(X, W, Y, RSTD, M, stride_x, stride_y, N, eps,
-                                  ROWS: tl.constexpr, BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr):
-    cols = tl.arange(0, BLOCK)
-    col_mask = cols < N
-    w = tl.load(W + cols, mask=col_mask, other=0.0).to(tl.float32)
-    tiles = tl.cdiv(M, ROWS)
-    for tile in tl.range(tl.program_id(0), tiles, tl.num_programs(0), num_stages=NUM_STAGES):
-        rows = tile * ROWS + tl.arange(0, ROWS)
-        row_mask = rows < M
-        mask = row_mask[:, None] & col_mask[None, :]
-        rows64 = rows.to(tl.int64)
-        x = tl.load(X + rows64[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-        rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)
-        y = x * rstd[:, None] * w[None, :]
-        tl.store(Y + rows64[:, None] * stride_y + cols[None, :], y.to(Y.dtype.element_ty), mask=mask)
-        tl.store(RSTD + rows, rstd, mask=row_mask)
-
-
 rmsnorm_fwd_row_tuned = triton.autotune(
     configs=ROW_CONFIGS, key=["N", "SIZE_CLASS"], prune_configs_by={"early_config_prune": prune_row_configs}
 )(rmsnorm_fwd_rows_kernel)
@@ -224,7 +206,7 @@ def forward_kind(n: int):
     return FORWARD_WIDTHS.get(int(n)) or FORWARD_PLAN[next_power_of_two(n)]
 
 
-def forward_launch(M: int, N: int, sm_count: int = 132) -> dict:
+def forward_launch(M: int, N: int, sm_count: int = DEFAULT_SM_COUNT) -> dict:
     """The forward's grid (as far as it is known before autotuning picks num_warps)."""
     width = row_segments(N).padded
     kind = forward_kind(N)
@@ -236,11 +218,7 @@ def forward_launch(M: int, N: int, sm_count: int = 132) -> dict:
         if kind == "one-row-padded":
             kind, width = "one-row", next_power_of_two(N)
         return {"programs": M, "rows_per_program": 1, "partial_rows": 0, "block": width, "kernel": kind}
-    rows, num_warps, per_sm, _ = kind
-    tiles = -(-M // rows)
-    programs = max(1, min(tiles, sm_count * per_sm))
-    return {"programs": programs, "rows_per_program": -(-tiles // programs) * rows, "partial_rows": 0,
-            "block": next_power_of_two(N), "num_warps": num_warps, "kernel": "persistent"}
+    return {**persistent_forward_grid(M, N, sm_count, kind), "partial_rows": 0}
 
 
 _CHOSEN_CONFIGS: dict = {}
@@ -267,12 +245,6 @@ def _launch_tuned(kind, tuned, raw, grid, args, n, m, **constants):
                                    num_stages=config.num_stages)
 
 
-def _persistent_stages(rows: int, block: int, element_size: int, per_sm: int, stages: int) -> int:
-    while stages > 1 and stages * rows * block * element_size * per_sm > 200 * 1024:
-        stages -= 1
-    return stages
-
-
 def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *, kernel: str = "auto",
                     plan: tuple | None = None, padded: bool = False):
     """Run the forward. Returns ``(y, x2d, rstd)``: y shaped like x in x's dtype, x as [M, N] rows (what
@@ -289,17 +261,8 @@ def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *,
     kind = forward_kind(n) if kernel == "auto" else (plan or kernel)
     if kind == "one-row-padded":
         kind, padded = "one-row", True
-    if kind == "persistent":
-        kind = (max(1, 4096 // next_power_of_two(n)), 8, 2, 3)
-    if isinstance(kind, tuple):
-        block = next_power_of_two(n)
-        rows, num_warps, per_sm, stages = kind
-        tiles = -(-m // rows)
-        programs = max(1, min(tiles, sm_count(x.device) * per_sm))
-        fast(rmsnorm_fwd_persistent_kernel)[(programs,)](
-            *args, m, x2d.stride(0), y2d.stride(0), n, eps, ROWS=rows, BLOCK=block,
-            NUM_STAGES=_persistent_stages(rows, block, x2d.element_size(), per_sm, stages), num_warps=num_warps,
-        )
+    if kind == "persistent" or isinstance(kind, tuple):
+        persistent_forward(args, eps, None if kind == "persistent" else kind)
     elif kind == "chunked":
         _launch_tuned(kind, rmsnorm_fwd_chunked_tuned, rmsnorm_fwd_chunked_kernel, lambda meta: (m,),
                       (*args, x2d.stride(0), y2d.stride(0), n, eps, size_class(m)), n, m)

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import functools
 
-INTERPRETER_SM_COUNT = 132
-"""SM count assumed under the interpreter (an H100/H200's), so that launch grids look like the GPU's."""
+from kernels.limits import DEFAULT_SM_COUNT
+
+INTERPRETER_SM_COUNT = DEFAULT_SM_COUNT
+"""SM count assumed under the interpreter (`kernels.limits.DEFAULT_SM_COUNT`), so launch grids look like the GPU's."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -40,11 +42,6 @@ def triton_unavailable_reason() -> str | None:
         "needs a CUDA GPU, or Triton's CPU interpreter (TRITON_INTERPRET=1 set before triton is imported); "
         "neither is active in this process"
     )
-
-
-def run_mode(device) -> str:
-    """``"cuda"`` or ``"interpreter"`` for a tensor device the Triton kernels are asked to run on."""
-    return "interpreter" if interpreting() else "cuda"
 
 
 @functools.lru_cache(maxsize=None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels.limits import MAX_N  # noqa: F401  (its home; re-exported for the kernels)
+from kernels.limits import MAX_N
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 

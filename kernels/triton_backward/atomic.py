@@ -8,6 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.families import BackwardFamily
 from kernels.fast_launch import fast
 from kernels.poison import new_output
 from kernels.registry import register
@@ -40,13 +41,23 @@ def rmsnorm_bwd_atomic_kernel(X, DY, W, RSTD, DX, DW, M, N, stride_x, stride_dy,
         atomic_add_segment(DW, tl.sum(d2, axis=0), N, W0 + W1, W2, MASK2)
 
 
-def atomic_launch(M: int, N: int, sm_count: int = 0) -> dict:
+ATOMIC = BackwardFamily(
+    "atomic",
+    "every program tl.atomic_adds its dγ partial into one shared fp32 N-vector (contended; order varies)",
+    partial_rows=lambda grid, M, N: 1,
+    extra_bytes=lambda grid, M, N: grid["programs"] * N * 4 * 2,
+    extra_bytes_note=lambda grid, M, N: f"estimate: + atomic dγ traffic ({grid['programs']}·N·4·2)",
+    partial_rows_text="1: the shared fp32 dγ vector",
+    extra_bytes_text="estimate: programs·N·4·2, every program's read-modify-write of the shared vector",
+)
+"""The atomic strategy's dγ numbers (`kernels.families`): one fp32 row, each program's adds counted as traffic."""
+
+
+def atomic_grid(M: int, N: int, sm_count: int = 0) -> dict:
+    """One program per tile of rows (the SM count plays no part)."""
     tile = backward_tile(N)
-    programs = -(-M // tile.rows)
-    return {"programs": programs, "rows_per_program": tile.rows, "partial_rows": 1,
-            "block": tile.block, "num_warps": tile.num_warps,
-            "extra_bytes": programs * N * 4 * 2,
-            "extra_bytes_note": f"estimate: + atomic dγ traffic ({programs}·N·4·2)"}
+    return {"programs": -(-M // tile.rows), "rows_per_program": tile.rows, "block": tile.block,
+            "num_warps": tile.num_warps}
 
 
 def atomic_backward(dy2d, x2d, weight, rstd, *, tile=None):
@@ -65,12 +76,12 @@ def atomic_backward(dy2d, x2d, weight, rstd, *, tile=None):
     "triton-atomic",
     passes=("bwd",),
     deterministic=False,
-    family="atomic",
+    family=ATOMIC,
     description="Triton backward, dγ by tl.atomic_add of every program's partial into one fp32 vector "
     "(contended; not bit-reproducible)",
     available_when=triton_unavailable_reason,
     uses_triton=True,
-    launch=atomic_launch,
+    launch=atomic_grid,
 )
 def triton_atomic_rmsnorm(x, weight, eps=1e-6):
     return triton_rmsnorm_with(atomic_backward, x, weight, eps)

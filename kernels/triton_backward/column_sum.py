@@ -16,6 +16,7 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from kernels.fast_launch import fast
 from kernels.poison import new_output
+from kernels.segments import next_power_of_two
 from kernels.triton_mode import dependent_launch
 
 
@@ -48,7 +49,7 @@ def column_sum_blocks(g: int, n: int) -> tuple[int, int]:
     """(BLOCK_G, BLOCK_N): 16-column strips (N / 16 programs: 512 at N = 8192) of 128 partial rows at a
     time — the fastest of BLOCK_G 32…256 × BLOCK_N 16…128 × 4/8 warps on the H200 at G = 128…264,
     N = 1024…16384 (1 µs faster than 64 × 32 at 132 × 8192; bench/NOTES.md)."""
-    block_g = 128 if g >= 128 else max(1, 1 << max(0, (g - 1).bit_length()))
+    block_g = 128 if g >= 128 else next_power_of_two(g)
     return block_g, 16
 
 

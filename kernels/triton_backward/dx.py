@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import triton
 import triton.language as tl
 
+from kernels.limits import SHARED_MEMORY_BUDGET
 from kernels.segments import Segments, load_segment, load_vector, next_power_of_two, row_segments, store_segment
 
 
@@ -116,9 +117,6 @@ TUNED_BACKWARD = {
     32768: (1, 32, 1, 1),
     65536: (1, 32, 1, 1),
 }
-
-SHARED_MEMORY_BUDGET = 200 * 1024
-"""Bytes of shared memory one SM may give the pipelined loads of its k programs (the H100/H200 have 227 KB)."""
 
 
 TUNED_WIDTHS: dict = {

@@ -6,7 +6,8 @@ given G (the device's SM count fixes it).
 
 Rows so wide that x, dy, γ and the partial do not fit in registers together (16384 at 16 warps: ptxas
 spilled) have two remedies, chosen per width in `TUNED_BACKWARD`: reload γ for every row instead of holding
-it (``reload_weight``), or `rmsnorm_bwd_persistent_halves_kernel` (``column_halves``)."""
+it (``reload_weight``), or the two-pass column-halves kernel (``column_halves``; `kernels.experimental`,
+no width is tuned to it today)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.families import BackwardFamily
+from kernels.experimental import rmsnorm_bwd_persistent_halves_kernel
 from kernels.fast_launch import fast
+from kernels.limits import DEFAULT_SM_COUNT
 from kernels.poison import new_output
 from kernels.registry import register
 from kernels.triton_backward.column_sum import allow_dependent_launch, column_sum
@@ -58,52 +62,6 @@ def rmsnorm_bwd_persistent_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, s
         store_vector(partial, tl.sum(acc2, axis=0), N, W0 + W1, W2, MASK2)
 
 
-@triton.jit
-def load_half(ROW, cols, N, EVICTION: tl.constexpr):
-    return tl.load(ROW + cols, mask=cols < N, other=0.0, eviction_policy=EVICTION).to(tl.float32)
-
-
-@triton.jit
-def rmsnorm_bwd_persistent_halves_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, stride_dy, stride_dx,
-                                         HALF: tl.constexpr, NUM_STAGES: tl.constexpr, USE_PDL: tl.constexpr):
-    """One row at a time in two column halves and two passes: pass 1 reads x and dy (kept in L2:
-    ``evict_last``), adds dy·x·rstd to the dγ partial and forms Σγ·dy·x; pass 2 reads them again (L2 hits,
-    ``evict_first``) to write dx. The two eviction hints also keep the compiler from merging the two reads
-    into one value held across the passes, which is the register pressure this kernel exists to avoid."""
-    allow_dependent_launch(USE_PDL)
-    pid = tl.program_id(0)
-    lo = tl.arange(0, HALF)
-    hi = HALF + lo
-    w_lo = load_half(W, lo, N, "evict_last")
-    w_hi = load_half(W, hi, N, "evict_last")
-    acc_lo = tl.zeros([HALF], dtype=tl.float32)
-    acc_hi = tl.zeros([HALF], dtype=tl.float32)
-    for row in tl.range(pid, M, tl.num_programs(0), num_stages=NUM_STAGES):
-        row64 = tl.cast(row, tl.int64)
-        x_row = X + row64 * stride_x
-        dy_row = DY + row64 * stride_dy
-        dx_row = DX + row64 * stride_dx
-        rstd = tl.load(RSTD + row)
-        x = load_half(x_row, lo, N, "evict_last")
-        dy = load_half(dy_row, lo, N, "evict_last")
-        acc_lo += dy * x * rstd
-        dot = tl.sum(w_lo * dy * x, axis=0)
-        x = load_half(x_row, hi, N, "evict_last")
-        dy = load_half(dy_row, hi, N, "evict_last")
-        acc_hi += dy * x * rstd
-        dot += tl.sum(w_hi * dy * x, axis=0)
-        c = rstd * rstd * rstd * dot / N
-        x = load_half(x_row, lo, N, "evict_first")
-        dy = load_half(dy_row, lo, N, "evict_first")
-        tl.store(dx_row + lo, (rstd * w_lo * dy - x * c).to(DX.dtype.element_ty), mask=lo < N)
-        x = load_half(x_row, hi, N, "evict_first")
-        dy = load_half(dy_row, hi, N, "evict_first")
-        tl.store(dx_row + hi, (rstd * w_hi * dy - x * c).to(DX.dtype.element_ty), mask=hi < N)
-    partial_row = PARTIAL + pid.to(tl.int64) * N
-    tl.store(partial_row + lo, acc_lo, mask=lo < N)
-    tl.store(partial_row + hi, acc_hi, mask=hi < N)
-
-
 def programs_per_sm(N: int) -> int:
     """k: programs per SM (from the tuned tile table)."""
     return backward_tile(N).programs_per_sm
@@ -117,11 +75,19 @@ def persistent_plan(M: int, N: int, sm_count: int, tile=None, per_sm: int | None
     return tile, tiles, programs
 
 
-def persistent_launch(M: int, N: int, sm_count: int = 132) -> dict:
+PERSISTENT = BackwardFamily(
+    "persistent",
+    "SM count × k programs stride over the rows, each keeping its dγ partial in registers and writing one "
+    "row of a [G, N] fp32 buffer at the end; a column-sum kernel adds them in a fixed order (deterministic)",
+    partial_rows_text="one per program: G = SM count × k (at most one per tile of rows)",
+)
+"""The persistent strategy's dγ numbers (`kernels.families`): one fp32 partial row per program."""
+
+
+def persistent_grid(M: int, N: int, sm_count: int = DEFAULT_SM_COUNT) -> dict:
     tile, tiles, programs = persistent_plan(M, N, sm_count)
-    return {"programs": programs, "rows_per_program": -(-tiles // programs) * tile.rows,
-            "partial_rows": programs, "block": tile.block, "num_warps": tile.num_warps,
-            "programs_per_sm": tile.programs_per_sm, "rows_per_tile": tile.rows}
+    return {"programs": programs, "rows_per_program": -(-tiles // programs) * tile.rows, "block": tile.block,
+            "num_warps": tile.num_warps, "programs_per_sm": tile.programs_per_sm, "rows_per_tile": tile.rows}
 
 
 def persistent_backward(dy2d, x2d, weight, rstd, *, sm_count: int | None = None, tile=None,
@@ -149,12 +115,12 @@ def persistent_backward(dy2d, x2d, weight, rstd, *, sm_count: int | None = None,
     "triton-persistent",
     passes=("bwd",),
     deterministic=True,
-    family="persistent",
+    family=PERSISTENT,
     description="Triton backward, persistent grid of SM count × k programs striding over rows, dγ partial kept "
     "in registers, one fp32 row per program, then a tiny column sum (deterministic)",
     available_when=triton_unavailable_reason,
     uses_triton=True,
-    launch=persistent_launch,
+    launch=persistent_grid,
 )
 def triton_persistent_rmsnorm(x, weight, eps=1e-6):
     return triton_rmsnorm_with(persistent_backward, x, weight, eps)

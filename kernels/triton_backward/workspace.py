@@ -11,7 +11,9 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.families import BackwardFamily
 from kernels.fast_launch import fast
+from kernels.limits import DEFAULT_SM_COUNT
 from kernels.poison import new_output
 from kernels.registry import register
 from kernels.triton_backward.column_sum import allow_dependent_launch, column_sum
@@ -58,7 +60,8 @@ def rmsnorm_bwd_workspace_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, st
 
 
 @functools.lru_cache(maxsize=4096)
-def workspace_plan(M: int, N: int, tile=None, rows_per_program: int | None = None, sm_count: int = 132):
+def workspace_plan(M: int, N: int, tile=None, rows_per_program: int | None = None,
+                   sm_count: int = DEFAULT_SM_COUNT):
     """(tile, tiles per program, programs). Rows per program: the tuned value, but no more than gives
     2 programs per SM (4096 rows of 8192 at 128 rows per program were 32 programs: 37 % of the ceiling)."""
     tile = tile or backward_tile(N)
@@ -74,10 +77,19 @@ def workspace_plan(M: int, N: int, tile=None, rows_per_program: int | None = Non
     return tile, tiles_per_program, programs
 
 
-def workspace_launch(M: int, N: int, sm_count: int = 132) -> dict:
-    tile, tiles_per_program, programs = workspace_plan(M, N, sm_count=sm_count or 132)
-    return {"programs": programs, "rows_per_program": tiles_per_program * tile.rows, "partial_rows": programs,
-            "block": tile.block, "num_warps": tile.num_warps}
+WORKSPACE = BackwardFamily(
+    "workspace",
+    "each program's run of consecutive rows writes one dγ partial row of a [G, N] fp32 workspace, then a "
+    "column-sum kernel adds the G rows in a fixed order (deterministic)",
+    partial_rows_text="one per program: G = ⌈M / rows per program⌉",
+)
+"""The workspace strategy's dγ numbers (`kernels.families`): one fp32 partial row per program."""
+
+
+def workspace_grid(M: int, N: int, sm_count: int = DEFAULT_SM_COUNT) -> dict:
+    tile, tiles_per_program, programs = workspace_plan(M, N, sm_count=sm_count or DEFAULT_SM_COUNT)
+    return {"programs": programs, "rows_per_program": tiles_per_program * tile.rows, "block": tile.block,
+            "num_warps": tile.num_warps}
 
 
 def workspace_backward(dy2d, x2d, weight, rstd, *, tile=None, rows_per_program=None, stages=None, pdl=None):
@@ -99,12 +111,12 @@ def workspace_backward(dy2d, x2d, weight, rstd, *, tile=None, rows_per_program=N
     "triton-workspace",
     passes=("bwd",),
     deterministic=True,
-    family="workspace",
+    family=WORKSPACE,
     description="Triton backward, dγ partials of runs of ≥ 32 consecutive rows written to a [G, N] fp32 workspace, then summed "
     "by a vectorized column-sum kernel (deterministic)",
     available_when=triton_unavailable_reason,
     uses_triton=True,
-    launch=workspace_launch,
+    launch=workspace_grid,
 )
 def triton_workspace_rmsnorm(x, weight, eps=1e-6):
     return triton_rmsnorm_with(workspace_backward, x, weight, eps)

@@ -25,9 +25,9 @@ def test_actual_bytes_partials_written_and_read():
 
 
 def test_actual_bytes_the_atomic_launch_declares_its_estimate():
-    from kernels.triton_backward.atomic import atomic_launch
+    from kernels.registry import default_registry
 
-    launch = atomic_launch(1024, 512, 132)
+    launch = default_registry().get("triton-atomic").launch(1024, 512, 132)
     got = actual_bytes("bwd", 1024, 512, "bfloat16", launch)
     assert got.bytes == min_bytes("bwd", 1024, 512, "bfloat16") + launch["programs"] * 512 * 4 * 2
     assert got.note.startswith("estimate") and launch["programs"] > 1

@@ -33,3 +33,15 @@ def test_fit_sets_bounds():
 def test_budget_and_human():
     assert memory.budget(1000, "cuda") == 900 and memory.budget(1000, "cpu") == 500
     assert memory.human(3 << 30) == "3.0 GiB" and memory.human(1536) == "1.5 KiB" and memory.human(12) == "12 B"
+
+
+def test_forward_footprint_and_declared_partial_bytes():
+    M, N, s = 300, 96, 4
+    fwd = memory.footprint("fwd", M, N, s, True, {"partial_rows": 50})
+    assert fwd.per_set == M * N * s and fwd.transient == 2 * (M * N * s + M * 4)  # the forward has no partials
+    assert fwd.shared == N * 4 * 2
+    plain = memory.footprint("bwd", M, N, s, True, {"partial_rows": 7})
+    declared = memory.footprint("bwd", M, N, s, True, {"partial_rows": 7, "partial_bytes": 123})
+    none = memory.footprint("bwd", M, N, s, True, None)
+    assert plain.transient - none.transient == 7 * N * 4  # a plain launch: fp32 rows of N
+    assert declared.transient - none.transient == 123  # what the family declared wins

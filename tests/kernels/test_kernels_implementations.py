@@ -48,11 +48,17 @@ def check_impl(impl, shape, dtype):
 
 
 def test_every_builtin_is_registered():
-    assert EXPECTED <= set(BUILTINS)
+    assert EXPECTED <= set(BUILTINS)  # none of the known ones lost
+    by_module = {m: [i.name for i in REGISTRY if i.fn.__module__ == m] for m in BUILTIN_MODULES}
+    assert all(by_module.values()), f"a listed built-in module registered nothing: {by_module}"
+    from_package = {i.name for i in REGISTRY if i.fn.__module__.startswith("kernels.") and i.source == "builtin"}
+    assert from_package == set(BUILTINS), "registered from kernels/ but not listed in kernels/implementations.py"
     assert {i.name for i in REGISTRY if i.uses_triton} >= {"triton", "triton-atomic", "triton-workspace",
                                                           "triton-persistent", "liger"}
     for d in (REGISTRY.get(n).describe() for n in BUILTINS):
-        assert d["family"] in ("atomic", "workspace", "persistent", "baseline", "other")
+        declared = REGISTRY.get(d["name"]).dgamma
+        assert d["family"] in ("baseline", "other") if declared is None else d["family"] == declared.name
+        assert d["dgamma"] == (declared.describe() if declared is not None else None)
         assert d["available"] or d["reason"]
     assert REGISTRY.get("triton").passes == ("fwd",)
     for name in ("triton-atomic", "triton-workspace", "triton-persistent"):
@@ -61,19 +67,25 @@ def test_every_builtin_is_registered():
         assert {"programs", "rows_per_program", "partial_rows"} <= set(launch)
 
 
-def test_unavailable_peers_say_why():
-    import importlib.util
+def test_unavailable_peers_say_why(monkeypatch):
+    """Forced, so it checks something whether or not the peers are installed here: with the module made
+    unimportable (None in sys.modules), each peer is unavailable and its reason names the module."""
+    import sys
 
+    from kernels.baselines import quack_unavailable_reason
     from kernels.registry import Implementation
 
     missing = Implementation("needs-missing", fn=lambda x, w, eps=1e-6: x, requires=("no_such_module_for_peers",))
     assert "no_such_module_for_peers" in missing.unavailable_reason()
     for name, module in (("liger", "liger_kernel"), ("quack", "quack")):
+        monkeypatch.setitem(sys.modules, module, None)
         reason = REGISTRY.get(name).unavailable_reason()
-        if importlib.util.find_spec(module) is None:  # not installed: the reason names the module
-            assert reason is not None and module in reason
-        elif reason is not None:  # installed but unusable here: the reason says why (no GPU / interpreter)
-            assert "gpu" in reason.lower() or "interpreter" in reason.lower(), reason
+        assert reason is not None and f"'{module}'" in reason, reason
+        described = REGISTRY.get(name).describe()
+        assert described["available"] is False and described["reason"] == reason
+    if not torch.cuda.is_available():  # installed or not, QuACK says why it cannot run without a GPU
+        reason = quack_unavailable_reason()
+        assert reason is not None and "GPU" in reason
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

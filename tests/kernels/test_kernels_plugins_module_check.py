@@ -30,9 +30,14 @@ def leave_the_global_registry_as_found():
 
 
 def test_example_plugin_by_module_path_shows_in_the_listing():
+    import sys
+
+    REGISTRY.remove("torch-chunked")  # loaded afresh, whatever ran before
+    sys.modules.pop("examples.dock_plugin", None)
     added = load_path("examples.dock_plugin")
-    assert added == ["torch-chunked"]  # newly added, or (imported before) the one labelled with this path
-    assert REGISTRY.get("torch-chunked").source in ("path:examples.dock_plugin", "builtin")
+    assert added == ["torch-chunked"]
+    assert REGISTRY.get("torch-chunked").source == "path:examples.dock_plugin"
+    assert load_path("examples.dock_plugin") == ["torch-chunked"]  # again: nothing new, the one of this path
     listing = {d["name"]: d for d in describe_all()}
     assert listing["torch-chunked"]["family"] == "workspace"
     assert listing["torch-chunked"]["available"] is True

@@ -8,9 +8,9 @@ from kernel_inputs import DTYPES, ODD_N, random_inputs
 from kernels.poison import poisoned_outputs
 from kernels.reference import dx_scale, relative_error, rmsnorm_backward_reference, tolerance_for
 from kernels.registry import REGISTRY, load_all
-from kernels.triton_backward.atomic import atomic_backward, atomic_launch
-from kernels.triton_backward.persistent import persistent_backward, persistent_launch, programs_per_sm
-from kernels.triton_backward.workspace import workspace_backward, workspace_launch
+from kernels.triton_backward.atomic import atomic_backward
+from kernels.triton_backward.persistent import persistent_backward, programs_per_sm
+from kernels.triton_backward.workspace import workspace_backward
 from kernels.triton_forward import rmsnorm_forward
 
 STRATEGIES = {"atomic": atomic_backward, "workspace": workspace_backward, "persistent": persistent_backward}
@@ -84,6 +84,10 @@ def test_registry_says_which_are_deterministic():
 
 @pytest.mark.parametrize("m,n", [(1, 7), (37, 100), (16384, 4096), (65536, 1024), (5, 65536)])
 def test_launch_grids_cover_every_row(m, n):
+    """Through the registry: each implementation's grid joined with its dγ family's numbers."""
+    load_all()
+    atomic_launch, workspace_launch, persistent_launch = (
+        REGISTRY.get(f"triton-{name}").launch for name in ("atomic", "workspace", "persistent"))
     a = atomic_launch(m, n, 132)
     assert a["partial_rows"] == 1 and a["programs"] * a["rows_per_program"] >= m
     ws = workspace_launch(m, n, 132)
@@ -92,6 +96,10 @@ def test_launch_grids_cover_every_row(m, n):
     assert p["partial_rows"] == p["programs"] <= 132 * programs_per_sm(n)
     assert p["programs"] * p["rows_per_program"] >= m
     assert p["programs"] <= m  # never a program with no row (its partial row would be left unwritten)
+    for launch, family in ((a, "atomic"), (ws, "workspace"), (p, "persistent")):
+        assert launch["family"] == family and launch["partial_bytes"] == launch["partial_rows"] * n * 4
+    assert a["extra_bytes"] == a["programs"] * n * 4 * 2 and a["extra_bytes_note"].startswith("estimate")
+    assert ws["extra_bytes"] == 2 * ws["programs"] * n * 4 and p["extra_bytes"] == 2 * p["programs"] * n * 4
 
 
 @pytest.mark.parametrize("m,n", [(4096, 8192), (4096, 512), (16384, 4096), (65536, 1024)])
@@ -100,13 +108,16 @@ def test_workspace_grid_fills_the_device_at_few_rows(m, n):
     program still gets 4 tiles, so the loads can be pipelined."""
     from kernels.triton_backward.dx import backward_tile
 
-    ws = workspace_launch(m, n, 132)
+    from kernels.triton_backward.workspace import workspace_grid
+
+    ws = workspace_grid(m, n, 132)
     assert ws["programs"] >= min(2 * 132, m // (4 * backward_tile(n).rows))
     assert ws["programs"] * ws["rows_per_program"] >= m
 
 
 def test_pipeline_depth_fits_shared_memory():
-    from kernels.triton_backward.dx import SHARED_MEMORY_BUDGET, backward_tile, pipeline_stages
+    from kernels.limits import SHARED_MEMORY_BUDGET
+    from kernels.triton_backward.dx import backward_tile, pipeline_stages
 
     for n in (128, 1024, 4096, 8192, 16384, 65536):
         tile = backward_tile(n)
