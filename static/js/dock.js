@@ -1,33 +1,34 @@
-// The loading dock: an animated picture of the dγ reduction, one canvas lane per implementation.
-// Rows are carts, thread blocks (programs) are trucks, the dγ vector is the dock.
-//   atomic:     every truck queues at ONE dock door and unloads one at a time;
-//   workspace:  every truck unloads at its own bay, then a second pass consolidates the bays;
-//   persistent: a few trucks (SMs × k) each carry many rows with a running load, one delivery
-//               each to a small consolidation;
-//   any other family: a generic drawing labelled with its name.
-// The grid is the real one (GET /api/launch); the timetable is dock_model.js's.
-// Test hook: window.dockState[impl] = {queueLength, maxQueueLength, frame, ...}.
+// The loading dock: an animated picture of the dγ reduction, one lane per implementation.
+// Rows are carts, thread blocks (programs) are trucks, the dγ vector is the dock; each family has its
+// painter (dock_painters/: atomic = one door, workspace = a bay per truck then a 2nd pass, persistent = few
+// trucks with many rows, a default for the rest). The grid is the real one (GET /api/launch); the times are
+// the selected run's measured ones, at the shapes it measured (dock_data.js); the cost model
+// (dock_model.js) draws other shapes only when the user ticks "cost model for unmeasured shapes".
+// Test hooks: window.dockState[impl] = {queueLength, frame, timing, ...}; window.dockScene.
 
 import { getLaunch } from "./api.js";
 import { colorFor } from "./palette.js";
 import { stretchTo, phaseAt } from "./dock_model.js";
 import { familyOf, painterFor, scheduleFor } from "./dock_painters/index.js";
 import { geometry, paintGround, paintTrucks } from "./dock_painters/lane.js";
-import { fmtUs, text } from "./dock_painters/labels.js";
+import { fmtUs } from "./dock_painters/labels.js";
+import { bestShape, chooseDtype, isGpuRun, measuredShapes, measuredUs, nearestIndex, readUrlShape, runName, writeUrlShape } from "./dock_data.js";
+import { LANE_HEIGHT, makeLane, setLaneTexts } from "./dock_lanes.js";
 
 const POW2 = (lo, hi) => Array.from({ length: hi - lo + 1 }, (_, i) => 2 ** (lo + i));
 const DEFAULT_M = POW2(8, 17);
 const DEFAULT_N = POW2(8, 15);
-const LANE_HEIGHT = 260;
 const HOLD_MS = 1500;
+const union = (a, b = []) => [...new Set([...a, ...b])].sort((x, y) => x - y);
 
 export class Dock {
   constructor(els) {
-    this.els = els; // {mode, m, mOut, n, nOut, sm, play, impls, lanes, timing}
+    this.els = els; // {mode, m, mOut, n, nOut, sm, play, impls, lanes, timing, useModel, source, dtypeFilter}
     this.impls = [];
     this.hidden = new Set();
     this.lanes = [];
-    this.measured = null; // a run document
+    this.measured = null; // the run document the dock uses
+    this.offered = null; // a finished run the user may switch the dock to
     this.mValues = [...DEFAULT_M];
     this.nValues = [...DEFAULT_N];
     this.playing = !window.matchMedia?.("(prefers-reduced-motion: reduce)").matches;
@@ -38,11 +39,15 @@ export class Dock {
     this.msPerUs = 1;
     this._rebuildTimer = null;
     this._generation = 0;
+    this._filter = this._filterValue();
+    this.dtypeChoice = chooseDtype(null, this.mode, this._filter);
+    this.urlShape = readUrlShape(); // applied at start, and to the first run set
     window.dockState = {};
     window.dockScene = { playing: this.playing, frame: 0, seekUs: (us) => this.seekUs(us) };
     this._wire();
-    this._setSliders(16384, 4096);
+    this._setShape(this.urlShape.M ?? 16384, this.urlShape.N ?? 4096);
     this._updatePlayButton();
+    this._showSource();
     requestAnimationFrame((ts) => this._tick(ts));
   }
 
@@ -58,19 +63,26 @@ export class Dock {
   get smCount() {
     return Math.max(1, Math.min(1024, Number(this.els.sm.value) || 132));
   }
+  // Sliders keep to the measured shapes unless the user asks for the cost model elsewhere.
+  get measuredOnly() {
+    return Boolean(this.measured) && !this.els.useModel?.checked;
+  }
 
   _wire() {
-    const { mode, m, n, sm, play, lanes } = this.els;
+    const { mode, m, n, sm, play, lanes, useModel } = this.els;
     mode.addEventListener("change", () => {
       this._renderPicker();
-      this.rebuild();
+      this._refreshData();
     });
-    for (const el of [m, n]) {
-      el.addEventListener("input", () => {
-        this._showSliderValues();
-        this.rebuild(150);
-      });
-    }
+    m.addEventListener("input", () => {
+      this._setShape(this.mValues[Number(m.value)], this.N);
+      this._shapeChosen();
+    });
+    n.addEventListener("input", () => {
+      this._showSliderValues();
+      this._shapeChosen();
+    });
+    useModel?.addEventListener("change", () => this._refreshData());
     sm.addEventListener("change", () => this.rebuild());
     play.addEventListener("click", () => {
       this.playing = !this.playing;
@@ -79,20 +91,48 @@ export class Dock {
     new ResizeObserver(() => this._resize()).observe(lanes);
   }
 
+  _shapeChosen() {
+    writeUrlShape(this.M, this.N);
+    this.rebuild(150);
+  }
+
   _updatePlayButton() {
     this.els.play.textContent = this.playing ? "Pause" : "Play";
     this.els.play.setAttribute("aria-pressed", String(this.playing));
     window.dockScene.playing = this.playing;
   }
 
-  _setSliders(M, N) {
-    const pick = (values, v) => values.reduce((best, x, i) => (Math.abs(Math.log2(x / v)) < Math.abs(Math.log2(values[best] / v)) ? i : best), 0);
-    this.els.m.max = String(this.mValues.length - 1);
-    this.els.n.max = String(this.nValues.length - 1);
-    this.els.m.min = this.els.n.min = "0";
-    this.els.m.value = String(pick(this.mValues, M));
-    this.els.n.value = String(pick(this.nValues, N));
+  _filterValue() {
+    return this.els.dtypeFilter?.value || "all";
+  }
+
+  // The values the sliders offer: the measured shapes of the run for this pass and dtype (N: those measured
+  // at the chosen M), or, with the cost model asked for (or no run), powers of two plus the measured ones.
+  _shapeSpace() {
+    const doc = this.measured;
+    const opts = { mode: this.mode, dtype: this.dtypeChoice.dtype, impls: this._shown().map((i) => i.name) };
+    const sh = doc ? measuredShapes(doc, opts) : null;
+    if (this.measuredOnly && sh.Ms.length) return { Ms: sh.Ms, nsAt: sh.nsAt };
+    const Ns = union(DEFAULT_N, sh?.allNs);
+    return { Ms: union(DEFAULT_M, sh?.Ms), nsAt: () => Ns };
+  }
+
+  // Move the sliders to the shape nearest (M, N) among those offered.
+  _setShape(M, N) {
+    const space = this._shapeSpace();
+    this.mValues = space.Ms;
+    const mi = nearestIndex(this.mValues, M);
+    this.nValues = space.nsAt(this.mValues[mi]);
+    const ni = nearestIndex(this.nValues, N);
+    const { m, n } = this.els;
+    m.min = n.min = "0";
+    m.max = String(this.mValues.length - 1);
+    n.max = String(this.nValues.length - 1);
+    m.value = String(mi);
+    n.value = String(ni);
     this._showSliderValues();
+    window.dockScene.mValues = [...this.mValues];
+    window.dockScene.nValues = [...this.nValues];
   }
 
   _showSliderValues() {
@@ -102,11 +142,22 @@ export class Dock {
     this.els.n.setAttribute("aria-valuetext", `N = ${this.N}`);
   }
 
+  // The dtype (from the chart's filter), the slider values and the lanes, after anything they depend on changed.
+  _refreshData() {
+    this._filter = this._filterValue();
+    this.dtypeChoice = chooseDtype(this.measured, this.mode, this._filter);
+    const [M, N] = [this.M, this.N];
+    this._setShape(M, N);
+    if (this.M !== M || this.N !== N) writeUrlShape(this.M, this.N);
+    this._showSource();
+    this.rebuild();
+  }
+
   setImplementations(impls) {
     this.impls = impls;
     this.hidden = this._defaultHidden(impls);
     this._renderPicker();
-    this.rebuild();
+    this._refreshData();
   }
 
   _shown() {
@@ -116,7 +167,7 @@ export class Dock {
   // Shown at first: every available implementation with a drawn strategy (plugins included);
   // the opaque baselines and unavailable ones are one click away.
   _defaultHidden(impls) {
-    return new Set(impls.filter((i) => !i.available || i.family === "baseline").map((i) => i.name));
+    return new Set(impls.filter((i) => !i.available || familyOf(i) === "baseline").map((i) => i.name));
   }
 
   _renderPicker() {
@@ -133,53 +184,70 @@ export class Dock {
       input.addEventListener("change", () => {
         if (input.checked) this.hidden.delete(impl.name);
         else this.hidden.add(impl.name);
-        this.rebuild();
+        this._refreshData();
       });
       const swatch = document.createElement("span");
       swatch.className = "swatch";
       swatch.style.background = colorFor(impl.name);
       label.append(input, swatch, ` ${impl.name}`);
-      label.title = `${impl.family}: ${impl.description || ""}`;
+      label.title = `${familyOf(impl)}: ${impl.description || ""}`;
       box.append(label);
     }
   }
 
-  // A stored or just-finished run: its measured times set the lanes' relative speeds. The sliders
-  // move to the shape it measured for the most of the lanes shown (they stay put when it measured
-  // none of them), and the SM count to its GPU's.
+  // The run the dock uses (the user opened it, or it is the first GPU run to finish): its measured times set
+  // the lanes' speeds; the sliders move to the dockM/dockN of the page URL the first time, else to the shape
+  // it measured for the most of the lanes shown; the SM count to its GPU's.
   setMeasured(doc) {
-    this.measured = doc;
-    if (doc?.rows?.length) {
-      const ok = doc.rows.filter((r) => r.status === "ok");
-      this.mValues = [...new Set([...DEFAULT_M, ...ok.map((r) => r.M)])].sort((a, b) => a - b);
-      this.nValues = [...new Set([...DEFAULT_N, ...ok.map((r) => r.N)])].sort((a, b) => a - b);
-      const shown = new Set(this._shown().map((i) => i.name));
-      const count = new Map();
-      for (const r of ok.filter((r) => r.pass === this.mode && shown.has(r.impl))) {
-        const key = `${r.M}x${r.N}`;
-        const c = count.get(key) ?? { M: r.M, N: r.N, impls: new Set() };
-        c.impls.add(r.impl);
-        count.set(key, c);
-      }
-      const best = [...count.values()].sort((a, b) => b.impls.size - a.impls.size || b.M * b.N - a.M * a.N)[0];
-      const [M, N] = [this.M, this.N];
-      this._setSliders(best?.M ?? M, best?.N ?? N);
+    this.measured = doc?.rows?.length ? doc : null;
+    if (this.offered && this.offered === doc) this.offered = null;
+    this._filter = this._filterValue();
+    this.dtypeChoice = chooseDtype(this.measured, this.mode, this._filter);
+    if (this.measured) {
+      const { M: uM, N: uN } = this.urlShape;
+      this.urlShape = { M: null, N: null };
+      const best = bestShape(doc, { mode: this.mode, dtype: this.dtypeChoice.dtype, impls: this._shown().map((i) => i.name) });
+      this._setShape(uM ?? best?.M ?? this.M, uN ?? best?.N ?? this.N);
+      writeUrlShape(this.M, this.N);
       const device = doc.run?.device;
-      if (best && device?.kind === "cuda" && Number.isFinite(device.sm_count) && device.sm_count > 0) {
-        this.els.sm.value = String(device.sm_count);
-      }
-    }
+      if (device?.kind === "cuda" && Number.isFinite(device.sm_count) && device.sm_count > 0) this.els.sm.value = String(device.sm_count);
+    } else this._setShape(this.M, this.N);
+    this._showSource();
     this.rebuild();
   }
 
-  _measuredUs(name) {
-    const rows = (this.measured?.rows ?? []).filter(
-      (r) => r.status === "ok" && r.impl === name && r.pass === this.mode && r.M === this.M && r.N === this.N && Number.isFinite(r.median_us),
-    );
-    if (!rows.length) return null;
-    const pref = ["bfloat16", "float16", "float32"];
-    rows.sort((a, b) => pref.indexOf(a.dtype) - pref.indexOf(b.dtype));
-    return { us: rows[0].median_us, dtype: rows[0].dtype };
+  // A run that just finished: the dock switches to it only when it has no run yet and this one ran on a
+  // GPU; otherwise it is offered (a button), so a CPU sweep never replaces the GPU run silently.
+  offerRun(doc) {
+    if (!doc?.rows?.some((r) => r.status === "ok")) return;
+    if (!this.measured && isGpuRun(doc)) return this.setMeasured(doc);
+    this.offered = doc;
+    this._showSource();
+  }
+
+  _showSource() {
+    const el = this.els.source;
+    if (!el) return;
+    const { dtype, why } = this.dtypeChoice;
+    const run = this.measured ? `the run on ${runName(this.measured.run)}` : "no run selected: the cost model draws every lane (open a run under History)";
+    const data = document.createElement("span");
+    data.className = "dock-run";
+    data.textContent = `Data: ${run}.`;
+    const dt = document.createElement("span");
+    dt.className = "dock-dtype";
+    dt.textContent = `dtype ${dtype} (${why}).`;
+    el.replaceChildren(data, " ", dt);
+    if (this.offered) {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "dock-offer";
+      button.textContent = `Use the finished run (${runName(this.offered.run)}) in the dock`;
+      button.addEventListener("click", () => this.setMeasured(this.offered));
+      el.append(" ", button);
+    }
+    window.dockScene.dtype = dtype;
+    window.dockScene.runId = this.measured?.run?.run_id ?? null;
+    window.dockScene.offered = this.offered?.run?.run_id ?? null;
   }
 
   rebuild(delayMs = 0) {
@@ -190,6 +258,7 @@ export class Dock {
   async _rebuildNow() {
     const generation = ++this._generation;
     const { M, N, smCount, mode } = this;
+    const { dtype } = this.dtypeChoice;
     let launches = {};
     try {
       launches = await getLaunch(M, N, smCount);
@@ -197,84 +266,70 @@ export class Dock {
       this.els.timing.textContent = `Could not read the launch grids: ${err.message}`;
     }
     if (generation !== this._generation) return; // a newer rebuild is on its way
-    const shown = this._shown();
-    const schedules = shown.map((impl) => {
+    const schedules = this._shown().map((impl) => {
       const launch = launches?.[impl.name] ?? null;
-      const m = this._measuredUs(impl.name);
-      const elementBytes = m?.dtype === "float32" ? 4 : 2;
-      const forwardLaunch = impl.passes.includes("bwd") ? null : launch;
+      const measured = this.measured ? measuredUs(this.measured, { impl: impl.name, mode, M, N, dtype }) : null;
       const family = familyOf(impl);
       const painter = painterFor(family, launch, mode);
+      const forwardLaunch = impl.passes.includes("bwd") ? null : launch;
+      const elementBytes = dtype === "float32" ? 4 : 2;
       const schedule = scheduleFor({ family, launch, M, N, smCount, mode, elementBytes, forwardLaunch });
-      return { impl, launch, measured: m, schedule, painter };
+      return { impl, launch, measured, schedule, painter, dtype };
     });
     const allMeasured = schedules.length > 0 && schedules.every((s) => s.measured);
+    const model = !allMeasured && !this.measuredOnly;
     for (const s of schedules) {
-      s.timing = allMeasured ? "measured" : "model";
-      if (allMeasured) s.schedule = stretchTo(s.schedule, s.measured.us);
+      s.timing = model ? "model" : s.measured ? "measured" : "unmeasured";
+      if (s.timing === "measured") s.schedule = stretchTo(s.schedule, s.measured.us);
     }
-    const totals = schedules.map((s) => s.schedule.total);
-    const fastest = Math.min(...totals);
-    const slowest = Math.max(...totals);
-    const ratio = schedules.length ? slowest / fastest : 1;
+    const drawn = schedules.filter((s) => s.timing !== "unmeasured").map((s) => s.schedule.total);
+    const fastest = Math.min(...drawn);
+    const slowest = Math.max(...drawn);
+    const ratio = drawn.length ? slowest / fastest : 1;
     // The slowest lane takes 6–30 s of wall time (the fastest at least 3 s when it can); every lane uses the same scale, so the
     // ratios on screen are the ratios of the times (measured ones when a run is selected).
     this.slowMs = Math.min(30000, Math.max(6000, 3000 * ratio));
-    this.msPerUs = schedules.length ? this.slowMs / slowest : 1;
-    this.fastest = fastest;
+    this.msPerUs = drawn.length ? this.slowMs / slowest : 1;
+    this.fastest = drawn.length ? fastest : null;
     this._makeLanes(schedules);
     this.clock = 0;
-    this.els.timing.textContent = this._timingSentence(schedules, allMeasured, ratio);
+    this.els.timing.textContent = this._timingSentence(schedules, { allMeasured, model, ratio });
   }
 
-  _timingSentence(schedules, allMeasured, ratio) {
+  _timingSentence(schedules, { allMeasured, model, ratio }) {
     if (!schedules.length) return "Pick at least one implementation to show.";
+    const { dtype } = this.dtypeChoice;
     const shape = `M=${this.M}, N=${this.N}, ${this.smCount} SMs`;
+    const device = this.measured?.run?.device?.name ?? "?";
     if (allMeasured) {
-      const run = this.measured?.run;
-      return `Speeds are the measured ${this.mode} times at ${shape} from the run on ${run?.device?.name ?? "?"} ` +
+      return `Speeds are the measured ${this.mode} times (${dtype}) at ${shape} from the run on ${device} ` +
         `(slowest/fastest = ${ratio.toFixed(2)}×).`;
     }
-    const missing = schedules.filter((s) => !s.measured).map((s) => s.impl.name);
-    const why = this.measured
-      ? `the selected run has no ${this.mode} time at ${shape} for ${missing.join(", ")}`
-      : "no run is selected (open one under History, or finish a sweep)";
-    return `Illustrative timing from a byte/atomic cost model at ${shape}: ${why}.`;
+    const missing = schedules.filter((s) => !s.measured).map((s) => s.impl.name).join(", ");
+    if (model) {
+      const why = this.measured
+        ? `the selected run has no ${this.mode} time in ${dtype} at ${shape} for ${missing} (cost model for unmeasured shapes is on)`
+        : "no run is selected (open one under History, or finish a sweep)";
+      return `Illustrative timing from a byte/atomic cost model at ${shape}: ${why}.`;
+    }
+    const have = schedules.filter((s) => s.measured).map((s) => s.impl.name).join(", ");
+    return `Measured ${this.mode} times (${dtype}) at ${shape} from the run on ${device}` + (have ? ` for ${have}` : "") +
+      `; the run did not measure ${missing} there (tick "cost model for unmeasured shapes" to draw them from the model).`;
   }
 
   _makeLanes(schedules) {
     const box = this.els.lanes;
     box.replaceChildren();
     window.dockState = {};
-    this.lanes = schedules.map(({ impl, launch, measured, schedule, timing, painter }) => {
-      const figure = document.createElement("figure");
-      figure.className = "lane";
-      figure.dataset.impl = impl.name;
-      const canvas = document.createElement("canvas");
-      canvas.setAttribute("role", "img");
-      const caption = document.createElement("figcaption");
-      caption.className = "sr-only";
-      figure.append(canvas, caption);
-      box.append(figure);
-      const lane = { impl, launch, measured, schedule, timing, painter, canvas, caption, ctx: canvas.getContext("2d"), pos: new Map(), frame: 0 };
-      const label = this._laneSentence(lane);
-      canvas.setAttribute("aria-label", label);
-      caption.textContent = label;
-      return lane;
-    });
+    this.lanes = schedules.map((info) => makeLane(box, info));
     this._resize();
     for (const lane of this.lanes) this._draw(lane, 0, true);
-  }
-
-  _laneSentence({ impl, schedule: s, painter }) {
-    const base = `${impl.name} (${impl.family}): ${s.programs} programs, ${s.rowsPerProgram} rows each`;
-    return base + (painter.sentence ? painter.sentence(s) : ".");
   }
 
   _resize() {
     const dpr = window.devicePixelRatio || 1;
     for (const lane of this.lanes) {
-      const w = Math.max(280, lane.canvas.parentElement.clientWidth);
+      const w = Math.max(240, lane.canvas.parentElement.clientWidth);
       lane.w = w;
       lane.h = LANE_HEIGHT;
       lane.canvas.style.width = `${w}px`;
@@ -283,19 +338,24 @@ export class Dock {
       lane.canvas.height = Math.round(LANE_HEIGHT * dpr);
       lane.ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
       lane.pos.clear();
-      if (!this.playing) this._draw(lane, Math.min(this.clock / this.msPerUs, lane.schedule.total), true);
+      if (!this.playing || lane.timing === "unmeasured") this._draw(lane, this._laneTime(lane, this.clock / this.msPerUs), true);
     }
+  }
+
+  _laneTime(lane, us) {
+    return lane.timing === "unmeasured" ? 0 : Math.min(us, lane.schedule.total);
   }
 
   // Jump to time `us` of the timetable (the tests' and screenshots' way to show a chosen moment).
   seekUs(us) {
     this.clock = Math.max(0, us) * this.msPerUs;
-    for (const lane of this.lanes) this._draw(lane, Math.min(us, lane.schedule.total), true);
+    for (const lane of this.lanes) this._draw(lane, this._laneTime(lane, us), true);
   }
 
   _tick(ts) {
     const dt = this.last == null ? 16 : Math.min(100, ts - this.last);
     this.last = ts;
+    if (this._filterValue() !== this._filter) this._refreshData(); // the chart's dtype filter changed
     if (this.playing && this.lanes.length) {
       this.clock += dt;
       let snap = false;
@@ -305,50 +365,44 @@ export class Dock {
       }
       this.frame++;
       for (const lane of this.lanes) {
+        if (lane.timing === "unmeasured") continue;
         lane.frame++;
-        this._draw(lane, Math.min(this.clock / this.msPerUs, lane.schedule.total), snap, dt);
+        this._draw(lane, this._laneTime(lane, this.clock / this.msPerUs), snap, dt);
       }
       window.dockScene.frame = this.frame;
     }
     requestAnimationFrame((t) => this._tick(t));
   }
 
-  // ---- drawing: the lane's painter (dock_painters/) draws its family's picture ----------------
-
+  // The lane's painter (dock_painters/) draws its family's picture; the texts are the lane's DOM labels.
   _draw(lane, t, snap = false, dt = 16) {
     const { ctx, schedule: s, painter } = lane;
-    const g = geometry(lane);
+    const g = geometry(lane, { top: 20, bottomPad: 8 });
     const color = colorFor(lane.impl.name);
     const boxes = [];
     paintGround(ctx, g, s, t);
     painter.paint(ctx, lane, g, t, color, boxes);
     paintTrucks(ctx, lane, g, t, { snap, dt, color, painter, extra: painter.prepare?.(s, t) });
 
-    // Labels.
-    text(ctx, lane.impl.name, 8, 16, { size: 13, bold: true, color, boxes, name: "name" });
-    const famText = painter.familyTitle ? painter.familyTitle(lane.impl.family) : painter.title;
-    text(ctx, famText, g.W - 8, 16, { size: 11, align: "right", color: "#555", maxWidth: g.W * 0.5, boxes, name: "family" });
-    const grid = `${s.programs} programs × ${s.rowsPerProgram} rows` +
-      (s.partialRows != null ? ` · ${s.partialRows} partial rows` : "") +
-      (s.blocksPerTruck > 1 ? ` · 1 truck = ${s.blocksPerTruck.toFixed(s.blocksPerTruck % 1 ? 1 : 0)} blocks` : "");
-    text(ctx, grid, 8, 32, { size: 11, color: "#555", maxWidth: g.W - 16, boxes, name: "grid" });
-
-    const q = painter.queue ? painter.queue(s, t) : 0;
-    const phase = phaseAt(s, t);
-    const status = phase + (painter.status ? painter.status(s, t) : "");
+    const unmeasured = lane.timing === "unmeasured";
+    const q = painter.queue && !unmeasured ? painter.queue(s, t) : 0;
+    const phase = unmeasured ? "not measured" : phaseAt(s, t);
     const ratio = this.fastest ? s.total / this.fastest : 1;
-    const clock = t >= s.total
-      ? `done in ${fmtUs(s.total)} (${lane.timing}) · ${ratio.toFixed(2)}× the fastest`
-      : `${fmtUs(t)} of ${fmtUs(s.total)} (${lane.timing})`;
-    text(ctx, status, 8, g.H - 8, { size: 11, color: "#333", maxWidth: g.W * 0.55, boxes, name: "status" });
-    text(ctx, clock, g.W - 8, g.H - 8, { size: 11, align: "right", color: t >= s.total ? "#1a7f37" : "#555", maxWidth: g.W * 0.45, boxes, name: "clock" });
+    const done = t >= s.total;
+    setLaneTexts(lane, unmeasured
+      ? { status: `not measured at this shape (${lane.dtype}) in the selected run`, clock: "no time" }
+      : {
+        status: phase + (painter.status ? painter.status(s, t) : ""),
+        clock: done ? `done in ${fmtUs(s.total)} (${lane.timing}) · ${ratio.toFixed(2)}× the fastest` : `${fmtUs(t)} of ${fmtUs(s.total)} (${lane.timing})`,
+        done,
+      });
 
     window.dockState[lane.impl.name] = {
       family: lane.impl.family, kind: s.kind, mode: this.mode, programs: s.programs, rowsPerProgram: s.rowsPerProgram,
       partialRows: s.partialRows, trucks: s.trucks.length, blocksPerTruck: s.blocksPerTruck, queueLength: q,
       maxQueueLength: s.maxQueueLength, frame: lane.frame, phase, progress: s.total ? t / s.total : 1, totalUs: s.total,
       modelUs: s.modelTotal, measuredUs: lane.measured?.us ?? null, timing: lane.timing, M: s.M, N: s.N, smCount: s.smCount,
-      labels: boxes,
+      dtype: lane.dtype, labels: boxes, canvasW: g.W, canvasH: g.H,
     };
   }
 }
