@@ -12,8 +12,9 @@ import { stretchTo, phaseAt } from "./dock_model.js";
 import { familyOf, painterFor, scheduleFor } from "./dock_painters/index.js";
 import { geometry, paintGround, paintTrucks } from "./dock_painters/lane.js";
 import { fmtUs } from "./dock_painters/labels.js";
-import { bestShape, chooseDtype, isGpuRun, measuredShapes, measuredUs, nearestIndex, readUrlShape, runName, writeUrlShape } from "./dock_data.js";
+import { bestShape, chooseDtype, isGpuRun, measuredShapes, measuredUs, nearestIndex, readUrlShape, writeUrlShape } from "./dock_data.js";
 import { LANE_HEIGHT, makeLane, setLaneTexts } from "./dock_lanes.js";
+import { renderPicker, showSource, timingSentence } from "./dock_controls.js";
 
 const POW2 = (lo, hi) => Array.from({ length: hi - lo + 1 }, (_, i) => 2 ** (lo + i));
 const DEFAULT_M = POW2(8, 17);
@@ -171,28 +172,7 @@ export class Dock {
   }
 
   _renderPicker() {
-    const box = this.els.impls;
-    box.replaceChildren();
-    const candidates = this.impls.filter((i) => i.passes.includes(this.mode));
-    if (!candidates.length) box.textContent = "No implementation registers this pass.";
-    for (const impl of candidates) {
-      const label = document.createElement("label");
-      const input = document.createElement("input");
-      input.type = "checkbox";
-      input.value = impl.name;
-      input.checked = !this.hidden.has(impl.name);
-      input.addEventListener("change", () => {
-        if (input.checked) this.hidden.delete(impl.name);
-        else this.hidden.add(impl.name);
-        this._refreshData();
-      });
-      const swatch = document.createElement("span");
-      swatch.className = "swatch";
-      swatch.style.background = colorFor(impl.name);
-      label.append(input, swatch, ` ${impl.name}`);
-      label.title = `${familyOf(impl)}: ${impl.description || ""}`;
-      box.append(label);
-    }
+    renderPicker(this.els.impls, this.impls.filter((i) => i.passes.includes(this.mode)), this.hidden, () => this._refreshData());
   }
 
   // The run the dock uses (the user opened it, or it is the first GPU run to finish): its measured times set
@@ -226,28 +206,8 @@ export class Dock {
   }
 
   _showSource() {
-    const el = this.els.source;
-    if (!el) return;
-    const { dtype, why } = this.dtypeChoice;
-    const run = this.measured ? `the run on ${runName(this.measured.run)}` : "no run selected: the cost model draws every lane (open a run under History)";
-    const data = document.createElement("span");
-    data.className = "dock-run";
-    data.textContent = `Data: ${run}.`;
-    const dt = document.createElement("span");
-    dt.className = "dock-dtype";
-    dt.textContent = `dtype ${dtype} (${why}).`;
-    el.replaceChildren(data, " ", dt);
-    if (this.offered) {
-      const button = document.createElement("button");
-      button.type = "button";
-      button.className = "dock-offer";
-      button.textContent = `Use the finished run (${runName(this.offered.run)}) in the dock`;
-      button.addEventListener("click", () => this.setMeasured(this.offered));
-      el.append(" ", button);
-    }
-    window.dockScene.dtype = dtype;
-    window.dockScene.runId = this.measured?.run?.run_id ?? null;
-    window.dockScene.offered = this.offered?.run?.run_id ?? null;
+    showSource(this.els.source, { measured: this.measured, offered: this.offered, dtypeChoice: this.dtypeChoice,
+      useOffered: () => this.setMeasured(this.offered) });
   }
 
   rebuild(delayMs = 0) {
@@ -293,28 +253,9 @@ export class Dock {
     this.fastest = drawn.length ? fastest : null;
     this._makeLanes(schedules);
     this.clock = 0;
-    this.els.timing.textContent = this._timingSentence(schedules, { allMeasured, model, ratio });
-  }
-
-  _timingSentence(schedules, { allMeasured, model, ratio }) {
-    if (!schedules.length) return "Pick at least one implementation to show.";
-    const { dtype } = this.dtypeChoice;
-    const shape = `M=${this.M}, N=${this.N}, ${this.smCount} SMs`;
-    const device = this.measured?.run?.device?.name ?? "?";
-    if (allMeasured) {
-      return `Speeds are the measured ${this.mode} times (${dtype}) at ${shape} from the run on ${device} ` +
-        `(slowest/fastest = ${ratio.toFixed(2)}×).`;
-    }
-    const missing = schedules.filter((s) => !s.measured).map((s) => s.impl.name).join(", ");
-    if (model) {
-      const why = this.measured
-        ? `the selected run has no ${this.mode} time in ${dtype} at ${shape} for ${missing} (cost model for unmeasured shapes is on)`
-        : "no run is selected (open one under History, or finish a sweep)";
-      return `Illustrative timing from a byte/atomic cost model at ${shape}: ${why}.`;
-    }
-    const have = schedules.filter((s) => s.measured).map((s) => s.impl.name).join(", ");
-    return `Measured ${this.mode} times (${dtype}) at ${shape} from the run on ${device}` + (have ? ` for ${have}` : "") +
-      `; the run did not measure ${missing} there (tick "cost model for unmeasured shapes" to draw them from the model).`;
+    this.els.timing.textContent = timingSentence(schedules, {
+      allMeasured, model, ratio, mode, M, N, smCount, dtype, run: this.measured?.run,
+    });
   }
 
   _makeLanes(schedules) {
