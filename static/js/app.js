@@ -28,6 +28,7 @@ async function main() {
   const dock = new Dock({
     mode: $("#dock-mode"), m: $("#dock-m"), mOut: $("#dock-m-out"), n: $("#dock-n"), nOut: $("#dock-n-out"),
     sm: $("#dock-sm"), play: $("#dock-play"), impls: $("#dock-impls"), lanes: $("#dock-lanes"), timing: $("#dock-timing"),
+    useModel: $("#dock-model"), source: $("#dock-source"), dtypeFilter: $("#chart-dtype"), // the dock follows the chart's dtype
   });
 
   const history = new History(
@@ -61,7 +62,7 @@ async function main() {
         charts.liveRow(row.run_id, row);
       },
       finished: ({ runId }) => {
-        if (live?.run && live.rows.some((r) => r.status === "ok")) dock.setMeasured(live);
+        if (live?.run) dock.offerRun(live); // never a silent switch: a CPU run is offered, not taken
         if (runId) history.refresh();
       },
     },

@@ -20,14 +20,6 @@ const ATOMIC_SERIAL_US = 0.003; // one address takes one update at a time
 const LAUNCH_US = 3;
 const RESIDENT_PER_SM = 4;
 
-const DRAWN_FAMILIES = new Set(["atomic", "workspace", "persistent"]);
-
-export function sceneKind(family, launch, mode) {
-  if (mode === "fwd") return "forward";
-  if (launch && DRAWN_FAMILIES.has(family)) return family;
-  return "generic";
-}
-
 // Blocks [i*k, (i+1)*k) of a truck run in waves of `resident` blocks; its load window spans them.
 function loadWindows(programs, trucks, resident, mainUs) {
   const waves = Math.max(1, Math.ceil(programs / resident));
@@ -42,15 +34,21 @@ function loadWindows(programs, trucks, resident, mainUs) {
   return { windows: out, waves };
 }
 
-export function buildSchedule({ family, launch, M, N, smCount, mode = "bwd", elementBytes = 2, forwardLaunch = null }) {
-  const kind = sceneKind(family, launch, mode);
+// The painter's plan says how its trucks unload (dock_painters/index.js passes it): "one-door" (atomics
+// serialised on the same addresses), "bays" (partial rows, then a consolidation pass) or "direct";
+// allResident: every program is resident at once (a persistent grid). `kind` is the painter's name.
+export function buildSchedule({
+  kind = "generic", family = kind, unload = "direct", allResident = false, launch, M, N, smCount, mode = "bwd",
+  elementBytes = 2, forwardLaunch = null,
+}) {
+  if (mode === "fwd") unload = "direct";
   const sm = Math.max(1, smCount | 0);
   const resident = sm * RESIDENT_PER_SM;
   const MN = M * N;
   let programs = launch?.programs ?? M;
   let rowsPerProgram = launch?.rows_per_program ?? Math.max(1, Math.ceil(M / programs));
   let partialRows = launch?.partial_rows ?? null;
-  if (kind === "forward") {
+  if (mode === "fwd") {
     // A forward-only implementation's launch is its forward grid; otherwise one program per row.
     programs = forwardLaunch?.programs ?? M;
     rowsPerProgram = forwardLaunch?.rows_per_program ?? Math.max(1, Math.ceil(M / programs));
@@ -62,16 +60,16 @@ export function buildSchedule({ family, launch, M, N, smCount, mode = "bwd", ele
 
   // The main pass: forward reads x, writes y; backward reads x and dy, writes dx (+ its dγ partials).
   const partialBytes = (partialRows ?? 0) * N * 4;
-  const mainBytes = kind === "forward" ? 2 * MN * elementBytes : 3 * MN * elementBytes + (kind === "atomic" ? 0 : partialBytes);
+  const mainBytes = mode === "fwd" ? 2 * MN * elementBytes : 3 * MN * elementBytes + (unload === "one-door" ? 0 : partialBytes);
   const mainUs = LAUNCH_US + mainBytes / BYTES_PER_US;
   const driveUs = 0.06 * mainUs;
-  const { windows, waves } = loadWindows(programs, trucks, kind === "persistent" ? Math.max(resident, programs) : resident, mainUs);
+  const { windows, waves } = loadWindows(programs, trucks, allResident ? Math.max(resident, programs) : resident, mainUs);
 
   const truckList = windows.map((w, i) => ({ ...w, arrive: w.loadEnd + driveUs, unloadStart: 0, unloadEnd: 0, bay: 0, index: i }));
   let consolidation = null;
   let bays = 0;
 
-  if (kind === "atomic") {
+  if (unload === "one-door") {
     // One dock, one truck at a time: every block's N fp32 atomics serialise on the same addresses.
     const atomicUs = Math.max(programs * ATOMIC_SERIAL_US, (programs * N * 4) / ATOMIC_BYTES_PER_US);
     const unloadUs = atomicUs / trucks;
@@ -81,7 +79,7 @@ export function buildSchedule({ family, launch, M, N, smCount, mode = "bwd", ele
       t.unloadEnd = t.unloadStart + unloadUs;
       free = t.unloadEnd;
     }
-  } else if (kind === "workspace" || kind === "persistent") {
+  } else if (unload === "bays") {
     // Every truck unloads at its own bay (its rows of the fp32 partial buffer), in parallel;
     // then a second pass reads the partial rows and writes dγ into the dock.
     bays = Math.max(1, Math.min(partialRows ?? trucks, trucks, MAX_BAYS));
@@ -103,7 +101,7 @@ export function buildSchedule({ family, launch, M, N, smCount, mode = "bwd", ele
 
   const total = consolidation ? consolidation.end : Math.max(...truckList.map((t) => t.unloadEnd));
   const schedule = {
-    kind, family, programs, rowsPerProgram, partialRows, trucks: truckList, blocksPerTruck, bays,
+    kind, family, unload, mode, programs, rowsPerProgram, partialRows, trucks: truckList, blocksPerTruck, bays,
     consolidation, total, modelTotal: total, waves, M, N, smCount: sm,
   };
   schedule.maxQueueLength = maxQueue(schedule);
@@ -141,7 +139,7 @@ export function phaseAt(schedule, t) {
   if (t >= schedule.total) return "done";
   if (schedule.consolidation && t >= schedule.consolidation.start) return "second pass: consolidating the bays into dγ";
   const loading = schedule.trucks.some((tr) => t >= tr.loadStart && t < tr.loadEnd);
-  if (schedule.kind === "atomic" && waitingTrucks(schedule, t).length > 0) return "queueing at the one dock";
-  if (loading) return schedule.kind === "forward" ? "normalising rows" : "loading rows";
-  return schedule.kind === "forward" ? "writing y" : "unloading";
+  if (schedule.unload === "one-door" && waitingTrucks(schedule, t).length > 0) return "queueing at the one dock";
+  if (loading) return schedule.mode === "fwd" ? "normalising rows" : "loading rows";
+  return schedule.mode === "fwd" ? "writing y" : "unloading";
 }

@@ -1,4 +1,5 @@
-"""The dock's timetable (static/js/dock_model.js) and the colour palette, run in the browser as the page runs them."""
+"""The dock's timetable (static/js/dock_model.js, through the painters' table static/js/dock_painters/index.js, which
+gives each family its unload plan) and the colour palette, run in the browser as the page runs them."""
 
 import pytest
 
@@ -14,10 +15,10 @@ def run_module(page, module, body, arg=None):
 
 def test_atomic_queue_and_time_grow_with_the_block_count(make_page):
     page = make_page()
-    result = run_module(page, "dock_model.js", """
+    result = run_module(page, "dock_painters/index.js", """
         const out = [];
         for (const programs of [64, 512, 4096, 32768]) {
-          const s = m.buildSchedule({family: 'atomic', launch: {programs, rows_per_program: 1, partial_rows: 1},
+          const s = m.scheduleFor({family: 'atomic', launch: {programs, rows_per_program: 1, partial_rows: 1},
                                      M: programs, N: 4096, smCount: 132});
           // one truck at the door at a time: unload intervals never overlap
           const t = [...s.trucks].sort((a, b) => a.unloadStart - b.unloadStart);
@@ -34,12 +35,13 @@ def test_atomic_queue_and_time_grow_with_the_block_count(make_page):
 
 def test_workspace_and_persistent_never_queue_and_consolidate_last(make_page):
     page = make_page()
-    result = run_module(page, "dock_model.js", """
+    result = run_module(page, "dock_painters/index.js", """
+        const model = await import('/static/js/dock_model.js');
         return ['workspace', 'persistent'].map((family) => {
-          const s = m.buildSchedule({family, launch: {programs: 264, rows_per_program: 63, partial_rows: 264},
+          const s = m.scheduleFor({family, launch: {programs: 264, rows_per_program: 63, partial_rows: 264},
                                      M: 16384, N: 4096, smCount: 132});
           const lastUnload = Math.max(...s.trucks.map((t) => t.unloadEnd));
-          const stretched = m.stretchTo(s, 10 * s.total);
+          const stretched = model.stretchTo(s, 10 * s.total);
           return {kind: s.kind, maxQueue: s.maxQueueLength, bays: s.bays, consolidationAfter: s.consolidation.start >= lastUnload,
                   ends: s.consolidation.end === s.total, stretchedTotal: stretched.total / s.total,
                   stretchedFirst: stretched.trucks[0].arrive / s.trucks[0].arrive};
@@ -52,7 +54,7 @@ def test_workspace_and_persistent_never_queue_and_consolidate_last(make_page):
 
 def test_other_families_and_missing_grids_get_the_generic_drawing(make_page):
     page = make_page()
-    kinds = run_module(page, "dock_model.js", """
+    kinds = run_module(page, "dock_painters/index.js", """
         return [
           m.sceneKind('baseline', null, 'bwd'), m.sceneKind('other', {programs: 4}, 'bwd'),
           m.sceneKind('atomic', null, 'bwd'), m.sceneKind('atomic', {programs: 4}, 'fwd'),
