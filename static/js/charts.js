@@ -275,12 +275,14 @@ export class Charts {
         notes.push({ text: `↑ copy ceiling ${c}: far above these points`, showarrow: false, xref: "paper", yref: "paper", x: 1, y: 1, xanchor: "right", yanchor: "bottom", font: { color: theme.muted, size: 11 } });
       }
       const title = this._title(pass, width);
-      const topPx = MODEBAR_PX + title.count * TITLE_LINE_PX + 10;
+      // plotly anchors a title's first line: a second line takes the band's extra height above it.
+      const padTop = MODEBAR_PX + (title.count - 1) * TITLE_LINE_PX;
+      const topPx = padTop + title.count * TITLE_LINE_PX + 10;
       const yaxis = { title: { text: VIEWS[this.view].title }, zeroline: false };
       if (this.logY) Object.assign(yaxis, { type: "log", autorange: true });
       else Object.assign(yaxis, { type: "linear", rangemode: "tozero", ...(offScale ? { range: [0, top * 1.15], autorange: false } : { autorange: true }) });
       const layout = themedLayout(theme, {
-        title: { text: title.text, font: { size: 14 }, x: 0.01, xanchor: "left", yref: "container", y: 1, yanchor: "top", pad: { t: MODEBAR_PX } },
+        title: { text: title.text, font: { size: 14 }, x: 0.01, xanchor: "left", yref: "container", y: 1, yanchor: "top", pad: { t: padTop } },
         margin: { l: 60, r: 16, t: topPx, b: BOTTOM_PX + legendPx },
         height: PLOT_PX + BOTTOM_PX + legendPx + topPx - 48,
         xaxis: { title: { text: "N (hidden size, log₂ axis)" }, type: "log", tickvals: ticks, ticktext: ticks.map(tickText), zeroline: false },
