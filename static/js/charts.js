@@ -10,30 +10,13 @@ import { modeBarConfig, untab, csvOfView, download } from "./chart_tools.js";
 import { chartTheme, themedLayout, onSchemeChange } from "./chart_theme.js";
 import { drawProfile, pickShape, profiledRows } from "./chart_profile.js";
 import { currentScheme } from "./palette.js";
+import { chartNotes, sourceLabel, powersOfTwo, tickText } from "./chart_labels.js";
+
+export { sourceLabel };
 
 const PASS_TITLES = { fwd: "Forward", bwd: "Backward (dx and dγ)" };
 const fmt = (v, digits = 1) => (v == null || !Number.isFinite(v) ? "–" : Number(v).toFixed(digits));
 
-function shortDate(iso) {
-  if (!iso) return "";
-  const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? String(iso) : d.toISOString().slice(0, 16).replace("T", " ");
-}
-
-// A run's name in legends and hovers; CUDA-graph timings (launch overhead left out) are said so.
-export function sourceLabel(header, { live = false, timing = null } = {}) {
-  const device = header?.device?.name ?? "unknown device";
-  const graphs = (timing ?? header?.sweep?.timing) === "cuda-graph" ? " · CUDA graph" : "";
-  return live ? `live: ${device}${graphs}` : `${device}, ${shortDate(header?.created_at)}${graphs}`;
-}
-
-function powersOfTwo(lo, hi) {
-  const out = [];
-  for (let e = Math.floor(Math.log2(lo)); e <= Math.ceil(Math.log2(hi)); e++) out.push(2 ** e);
-  return out;
-}
-
-const tickText = (v) => (v >= 1024 && v % 1024 === 0 ? `${v / 1024}K` : String(v));
 // The legend sits below the axis title, in a band of its own sized for its entries.
 const LEGEND_ROW_PX = 19;
 const LEGEND_GAP_PX = 6;
@@ -351,16 +334,7 @@ export class Charts {
   }
 
   _describeSources(built) {
-    if (this.els.notes) {
-      const bound = built.fwd.cpuBoundCount + built.bwd.cpuBoundCount;
-      const wrong = built.fwd.wrongCount + built.bwd.wrongCount;
-      const parts = [];
-      if (wrong) parts.push(`hollow markers: ${wrong} row${wrong > 1 ? "s" : ""} the correctness gate marked wrong (timed, never ranked)`);
-      if (bound) parts.push(`outlined markers: CPU-bound here (${bound} point${bound > 1 ? "s" : ""} whose host time exceeds the GPU time)`);
-      if (built.fwd.best.length + built.bwd.best.length) parts.push("★ the fastest measured implementation of each shape");
-      if (this._entries.some((e) => e.row.q1_us != null)) parts.push("error bars: interquartile range (min–max in the hover)");
-      this.els.notes.textContent = parts.join(" · ");
-    }
+    if (this.els.notes) this.els.notes.textContent = chartNotes(built, this._entries);
     if (!this.sourcesLine) return;
     if (this.sources.length === 0) {
       this.sourcesLine.textContent = "No results yet: start a sweep, or open a stored run under History.";
