@@ -85,6 +85,12 @@ class RunListing(BaseModel):
     source: Literal["live", "import"]
     timing: Optional[str] = Field(None, description='how its rows were timed: "events" or "cuda-graph" (launch '
                                   'overhead left out; not comparable with event timings)')
+    label: Optional[str] = Field(None, description="the imported file's name (results/ at start, or ?label= on import)")
+    git_commit: Optional[str] = None
+    git_dirty: Optional[bool] = None
+    versions: dict[str, Optional[str]] = Field(default_factory=dict, description="torch and triton versions")
+    counts: dict[str, int] = Field(default_factory=dict, description='rows per status: "ok", "skipped" (e.g. '
+                                   '"does not provide this pass"), "error", "wrong"')
 
 
 class DeviceStatus(BaseModel):

@@ -81,6 +81,9 @@ class Store:
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(SCHEMA)
+            # A label (the imported file's name) came later: add the column to stores made before it.
+            if "label" not in {c["name"] for c in db.execute("PRAGMA table_info(runs)")}:
+                db.execute("ALTER TABLE runs ADD COLUMN label TEXT")
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -150,9 +153,11 @@ class Store:
 
     # -- whole files ----------------------------------------------------------------------------------------
 
-    def import_run(self, run_file: dict, source: str = "import", undelete: bool = False) -> bool:
+    def import_run(self, run_file: dict, source: str = "import", undelete: bool = False,
+                   label: str | None = None) -> bool:
         """Store a whole run file (already validated). Returns False, changing nothing, when its run_id is stored,
-        or was deleted by the user (unless ``undelete``: an explicit import brings a deleted run back)."""
+        or was deleted by the user (unless ``undelete``: an explicit import brings a deleted run back). ``label``:
+        what the History lists it as (the imported file's name)."""
         header = run_file["run"]
         run_id = header["run_id"]
         headers = run_file.get("headers") or [header]
@@ -168,9 +173,9 @@ class Store:
                 return False
             db.execute(
                 "INSERT INTO runs (run_id, created_at, device_name, kind, complete, source, header_json, headers_json,"
-                " summary_json, stored_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " summary_json, stored_at, label) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (run_id, header.get("created_at"), device.get("name"), device.get("kind"), int(bool(complete)), source,
-                 _dumps(header), _dumps(headers), _dumps(summary), time.time()),
+                 _dumps(header), _dumps(headers), _dumps(summary), time.time(), label),
             )
             db.executemany(
                 "INSERT INTO rows (run_id, seq, impl, pass, status, row_json) VALUES (?, ?, ?, ?, ?, ?)",
@@ -183,20 +188,34 @@ class Store:
 
     def list_runs(self) -> list[dict]:
         """Newest first: ``{"run_id", "created_at", "device_name", "kind", "rows", "complete", "source",
-        "timing"}`` (timing: the first row's, "events" or "cuda-graph"; None for a run with no row yet)."""
+        "timing", "label", "git_commit", "git_dirty", "versions", "counts"}`` (timing: the first row's, "events" or
+        "cuda-graph"; None for a run with no row yet; label: the imported file's name, else None; versions: the
+        header's torch and triton versions; counts: rows per status, ok / skipped / error / wrong)."""
         with self._connect() as db:
             found = db.execute(
-                "SELECT r.run_id, r.created_at, r.device_name, r.kind, r.complete, r.source,"
+                "SELECT r.run_id, r.created_at, r.device_name, r.kind, r.complete, r.source, r.label, r.header_json,"
                 " (SELECT COUNT(*) FROM rows w WHERE w.run_id = r.run_id) AS n,"
                 " (SELECT w.row_json FROM rows w WHERE w.run_id = r.run_id LIMIT 1) AS first_row"
                 " FROM runs r ORDER BY r.created_at DESC, r.stored_at DESC"
             ).fetchall()
-        return [
-            {"run_id": r["run_id"], "created_at": r["created_at"], "device_name": r["device_name"], "kind": r["kind"],
-             "rows": r["n"], "complete": bool(r["complete"]), "source": r["source"],
-             "timing": json.loads(r["first_row"]).get("timing") if r["first_row"] else None}
-            for r in found
-        ]
+            counts: dict[str, dict[str, int]] = {}
+            for c in db.execute("SELECT run_id, status, COUNT(*) AS n FROM rows GROUP BY run_id, status"):
+                counts.setdefault(c["run_id"], {})[str(c["status"])] = c["n"]
+        out = []
+        for r in found:
+            header = json.loads(r["header_json"]) if r["header_json"] else {}
+            versions = header.get("versions") if isinstance(header.get("versions"), dict) else {}
+            per_status = counts.get(r["run_id"], {})
+            out.append({
+                "run_id": r["run_id"], "created_at": r["created_at"], "device_name": r["device_name"], "kind": r["kind"],
+                "rows": r["n"], "complete": bool(r["complete"]), "source": r["source"],
+                "timing": json.loads(r["first_row"]).get("timing") if r["first_row"] else None,
+                "label": r["label"], "git_commit": header.get("git_commit"),
+                "git_dirty": header.get("git_dirty") if isinstance(header.get("git_dirty"), bool) else None,
+                "versions": {k: versions.get(k) for k in ("torch", "triton")},
+                "counts": {k: per_status.get(k, 0) for k in ("ok", "skipped", "error", "wrong")},
+            })
+        return out
 
     def get_run(self, run_id: str) -> dict | None:
         """The run as a result file: ``{"run": header, "rows": [...], "summary": {...}}`` (plus ``"headers"``, one
@@ -260,5 +279,6 @@ class Store:
             if self.was_deleted(run_id):
                 report.setdefault("deleted", []).append(run_id)
                 continue
-            (report["imported"] if self.import_run(document, source="import") else report["present"]).append(run_id)
+            stored = self.import_run(document, source="import", label=Path(path).name)
+            (report["imported"] if stored else report["present"]).append(run_id)
         return report

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, HTTPException, Path, Request
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from app.auth import require_write_access
@@ -73,7 +73,9 @@ def delete_run(run_id: str = RUN_ID, service: Service = Depends(get_service)) ->
              responses={422: {"model": ErrorBody, "description": "not a valid result file (fields at fault named)"},
                         413: {"model": ErrorBody, "description": "larger than RMSNORM_MAX_IMPORT_BYTES (16 MiB)"},
                         **WRITE_REFUSED})
-async def import_run(request: Request, service: Service = Depends(get_service)) -> ImportResult:
+async def import_run(request: Request, service: Service = Depends(get_service),
+                     label: str | None = Query(None, min_length=1, max_length=200,
+                                               description="what History lists it as, e.g. the file's name")) -> ImportResult:
     """Store a result file measured elsewhere (e.g. one of `results/*.json`); a run id already stored is left as is.
     The file is checked strictly with the engine's `RunFile` model, off the event loop: a bad one is answered 422
     naming the fields at fault."""
@@ -85,7 +87,7 @@ async def import_run(request: Request, service: Service = Depends(get_service)) 
         checked = document.model_dump(mode="json", exclude_none=False)
         if not checked.get("headers"):
             checked.pop("headers", None)
-        return service.store.import_run(checked, source="import", undelete=True)
+        return service.store.import_run(checked, source="import", undelete=True, label=label)
 
     imported = await run_in_threadpool(store)
     return ImportResult(run_id=document.run.run_id, imported=imported, rows=len(document.rows))

@@ -65,8 +65,9 @@ export function getLaunch(M, N, smCount) {
   return json(`api/launch?${q}`);
 }
 
-export function importRun(doc) {
-  return json("api/runs/import", {
+export function importRun(doc, { label = null } = {}) {
+  const query = label ? `?${new URLSearchParams({ label: String(label).slice(0, 200) })}` : "";
+  return json(`api/runs/import${query}`, {
     method: "POST",
     headers: writeHeaders({ "Content-Type": "application/json", Accept: "application/json" }),
     body: JSON.stringify(doc),

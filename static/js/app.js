@@ -19,6 +19,9 @@ function showBanner(text, kind = "info") {
 async function main() {
   const charts = new Charts({
     fwd: $("#chart-fwd"), bwd: $("#chart-bwd"), sourcesLine: $("#chart-sources"), dtypeSelect: $("#chart-dtype"), mSelect: $("#chart-m"),
+    // dashB: chart options, notes and the kernel breakdown
+    logY: $("#chart-logy"), csvButton: $("#chart-csv"), pngButton: $("#chart-png"), notes: $("#chart-notes"),
+    profile: $("#chart-profile"), profileCaption: $("#chart-profile-caption"),
   });
   for (const radio of document.querySelectorAll('input[name="view"]')) {
     radio.addEventListener("change", () => radio.checked && charts.setView(radio.value));
@@ -32,10 +35,12 @@ async function main() {
   });
 
   const history = new History(
-    { tbody: $("#history-table tbody"), status: $("#history-status"), refresh: $("#history-refresh"), overlay: $("#history-overlay"), importInput: $("#history-import") },
+    { tbody: $("#history-table tbody"), status: $("#history-status"), refresh: $("#history-refresh"), overlay: $("#history-overlay"), importInput: $("#history-import"), count: $("#history-count") },
     { open: (doc, { overlay }) => {
-      charts.open(doc, { overlay });
+      const points = charts.open(doc, { overlay });
       if (!overlay) dock.setMeasured(doc);
+      // dashB: History says why a run adds no point under the filters in force
+      return { points, why: points ? null : charts.emptyReason(doc.run?.run_id) };
     } },
   );
 
@@ -79,7 +84,7 @@ async function main() {
     $("#health-line").textContent = `Service ${health.version ?? "?"} on ${health.device ?? "?"} · ${workers}` +
       (Number.isFinite(health.ceiling_GBps) ? ` · copy ceiling ${health.ceiling_GBps.toFixed(1)} GB/s` : "") +
       (health.triton_native === false ? " · Triton runs in its interpreter here" : "") +
-      (health.message ? ` · ${health.message}` : "");
+      (health.message && !health.cpu_only ? ` · ${health.message}` : ""); // dashB: the CPU-only notice once (the banner)
     if (health.cpu_only) showBanner("CPU only: timings are CPU timings; committed GPU results are under History.", "info");
   } catch (err) {
     $("#health-line").textContent = "The service did not answer /api/health.";

@@ -1,53 +1,42 @@
-// The plotly charts: forward and backward panels, one trace per implementation (split further by
-// run, and by dtype / M when the filters say "all"), a horizontal line at the measured copy ceiling,
-// three views (effective GB/s, % of ceiling, latency). Rows can arrive one at a time while a run streams.
+// The plotly charts: forward and backward panels (traces: chart_traces.js), three views (effective GB/s,
+// % of ceiling, latency), a log-y option, a kernel-breakdown bar chart for profiled rows (chart_profile.js),
+// a CSV of the current view. Rows can arrive one at a time while a run streams. Colours follow the page's
+// colour scheme (chart_theme.js).
 // The dtype and M filters default to one dtype and one M (the first dtype and the largest M of a stored
 // run; those of the first rows received while a run streams), so each panel has one trace per implementation.
 
-import { colorFor } from "./palette.js";
+import { ALL, VIEWS, timed, panelTraces, starAnnotations, ceilingTraces } from "./chart_traces.js";
+import { modeBarConfig, untab, csvOfView, download } from "./chart_tools.js";
+import { chartTheme, themedLayout, onSchemeChange } from "./chart_theme.js";
+import { drawProfile, pickShape, profiledRows } from "./chart_profile.js";
+import { currentScheme } from "./palette.js";
+import { chartNotes, sourceLabel, powersOfTwo, tickText } from "./chart_labels.js";
 
-const DASHES = ["solid", "dash", "dot", "dashdot", "longdash"];
-const SYMBOLS = ["circle", "square", "diamond", "triangle-up", "x"];
-const VIEWS = {
-  GBps: { title: "effective bandwidth (GB/s)", y: (r) => r.GBps },
-  pct: { title: "% of the measured copy ceiling", y: (r) => r.pct_of_ceiling },
-  latency: { title: "median latency (µs)", y: (r) => r.median_us },
-};
+export { sourceLabel };
+
 const PASS_TITLES = { fwd: "Forward", bwd: "Backward (dx and dγ)" };
-
-// Plotly uses a trace's uid in CSS selectors: keep it to safe characters.
-const uid = (...parts) => parts.join("_").replace(/[^A-Za-z0-9_-]/g, "-");
 const fmt = (v, digits = 1) => (v == null || !Number.isFinite(v) ? "–" : Number(v).toFixed(digits));
 
-function shortDate(iso) {
-  if (!iso) return "";
-  const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? String(iso) : d.toISOString().slice(0, 16).replace("T", " ");
-}
-
-export function sourceLabel(header, { live = false } = {}) {
-  const device = header?.device?.name ?? "unknown device";
-  return live ? `live: ${device}` : `${device}, ${shortDate(header?.created_at)}`;
-}
-
-function powersOfTwo(lo, hi) {
-  const out = [];
-  for (let e = Math.floor(Math.log2(lo)); e <= Math.ceil(Math.log2(hi)); e++) out.push(2 ** e);
-  return out;
-}
-
-const tickText = (v) => (v >= 1024 && v % 1024 === 0 ? `${v / 1024}K` : String(v));
-const plottable = (r) => r.status === "ok" && Number.isFinite(r.median_us);
-const ALL = "all";
 // The legend sits below the axis title, in a band of its own sized for its entries.
 const LEGEND_ROW_PX = 19;
 const LEGEND_GAP_PX = 6;
 const PLOT_PX = 320;
 const BOTTOM_PX = 62; // tick labels and the x-axis title
+// The mode bar takes the top band of a panel; the title sits under it (never covered), wrapped on a phone.
+const MODEBAR_PX = 30;
+const TITLE_LINE_PX = 19;
 
 export class Charts {
-  constructor({ fwd, bwd, sourcesLine, dtypeSelect, mSelect }) {
+  constructor({ fwd, bwd, sourcesLine, dtypeSelect, mSelect, logY, csvButton, pngButton, notes, profile, profileCaption }) {
     this.panels = { fwd, bwd };
+    this.els = { logY, csvButton, pngButton, notes, profile, profileCaption };
+    this.logY = Boolean(logY?.checked);
+    this.profileShape = null; // {pass, dtype, M, N} picked by clicking a point
+    this._entries = [];
+    logY?.addEventListener("change", () => this.setLogY(logY.checked));
+    csvButton?.addEventListener("click", () => this.downloadCsv());
+    pngButton?.addEventListener("click", () => this.downloadPng());
+    onSchemeChange(() => this.render());
     this.sourcesLine = sourcesLine;
     this.selects = { dtype: dtypeSelect, M: mSelect };
     this.view = "GBps";
@@ -74,6 +63,12 @@ export class Charts {
   setFilter(dim, value) {
     if (!(dim in this.picked)) return;
     this.picked[dim] = value === ALL || value == null ? ALL : dim === "M" ? Number(value) : String(value);
+    this.render();
+  }
+
+  setLogY(on) {
+    this.logY = Boolean(on);
+    if (this.els.logY && this.els.logY.checked !== this.logY) this.els.logY.checked = this.logY;
     this.render();
   }
 
@@ -109,9 +104,11 @@ export class Charts {
   }
 
   // Show a stored run (a run-file document); with overlay=true it is added next to what is shown.
+  // Returns how many points the run adds under the filters in force (0: say why, see emptyReason).
   open(doc, { overlay = false } = {}) {
     const key = doc.run?.run_id ?? `run-${this.sources.length}`;
-    const src = { key, label: sourceLabel(doc.run), header: doc.run, rows: doc.rows ?? [], live: false };
+    const timing = doc.rows?.find((r) => r.timing)?.timing;
+    const src = { key, label: sourceLabel(doc.run, { timing }), header: doc.run, rows: doc.rows ?? [], live: false };
     if (!overlay) {
       this.sources = [src];
       this.picked = { dtype: null, M: null };
@@ -121,6 +118,34 @@ export class Charts {
     for (const s of this.sources) seen.set(s.label, (seen.get(s.label) ?? 0) + 1);
     for (const s of this.sources) if (seen.get(s.label) > 1 && !s.live) s.label = `${s.label} #${String(s.key).slice(-6)}`;
     this.render();
+    return this.pointsOf(key);
+  }
+
+  // The points a source has on the charts under the filters in force.
+  pointsOf(key) {
+    const s = this.sources.find((x) => x.key === key);
+    return s ? s.rows.filter((r) => timed(r) && this._keep(r)).length : 0;
+  }
+
+  // Why a source adds no point: what it has against what the filters ask for.
+  emptyReason(key) {
+    const s = this.sources.find((x) => x.key === key);
+    if (!s) return "it is not shown";
+    const rows = s.rows.filter(timed);
+    if (!rows.length) return `it has no measured rows (${s.rows.length} rows: skipped, error or not timed)`;
+    const { dtype, M } = this.filter;
+    const dtypes = [...new Set(rows.map((r) => r.dtype))];
+    const Ms = [...new Set(rows.map((r) => r.M))].sort((a, b) => a - b);
+    const why = [];
+    if (dtype !== ALL && !dtypes.includes(dtype)) why.push(`dtype ${dtypes.join(", ")} (the charts show ${dtype})`);
+    if (M !== ALL && !Ms.includes(M)) why.push(`M ${Ms.join(", ")} (the charts show M=${M})`);
+    if (!why.length) why.push(`no row at dtype ${dtype} with M=${M}`);
+    return `it measured ${why.join(" and ")}: set the filters to one of its values or "all"`;
+  }
+
+  _keep(r) {
+    const { dtype, M } = this.filter;
+    return (dtype === ALL || r.dtype === dtype) && (M === ALL || r.M === M);
   }
 
   clear() {
@@ -141,10 +166,10 @@ export class Charts {
   // pick while it is present, else the default. The default is one dtype and one M: those of the first
   // row received while a run streams (so its traces grow), else the first dtype and the largest M.
   _resolveFilter() {
-    const rows = this.sources.flatMap((s) => s.rows.filter(plottable));
+    const rows = this.sources.flatMap((s) => s.rows.filter(timed));
     const dtypes = [...new Set(rows.map((r) => r.dtype))];
     const Ms = [...new Set(rows.map((r) => r.M))].sort((a, b) => a - b);
-    const firstLive = this.sources.find((s) => s.live && s.rows.some(plottable))?.rows.find(plottable);
+    const firstLive = this.sources.find((s) => s.live && s.rows.some(timed))?.rows.find(timed);
     const pick = (dim, values, fallback) => {
       const p = this.picked[dim];
       if (p === ALL || (p != null && values.includes(p))) return p;
@@ -171,104 +196,12 @@ export class Charts {
     fill(this.selects.M, Ms, M, (v) => v);
   }
 
-  // Trace groups: one per (run, impl, dtype, M) among the rows the filters let through; names only
-  // mention what varies among those.
-  _groups(pass) {
-    const { dtype, M } = this.filter;
-    const keep = (r) => plottable(r) && (dtype === ALL || r.dtype === dtype) && (M === ALL || r.M === M);
-    const shown = this.sources.flatMap((s) => s.rows.filter(keep));
-    const okRows = this.sources.flatMap((s, si) => s.rows.filter((r) => r.pass === pass && keep(r)).map((r) => [si, r]));
-    const dtypes = [...new Set(shown.map((r) => r.dtype))];
-    const Ms = [...new Set(shown.map((r) => r.M))];
-    const allDtypes = [...new Set(this.sources.flatMap((s) => s.rows.filter(plottable).map((r) => r.dtype)))];
-    const groups = new Map();
-    for (const [si, r] of okRows) {
-      const key = `${si}|${r.impl}|${r.dtype}|${r.M}`;
-      if (!groups.has(key)) {
-        const parts = [r.impl];
-        if (dtypes.length > 1) parts.push(r.dtype);
-        if (Ms.length > 1) parts.push(`M=${r.M}`);
-        if (this.sources.length > 1) parts.push(`[${this.sources[si].label}]`);
-        groups.set(key, {
-          si, impl: r.impl, dtype: r.dtype, M: r.M, name: parts.join(" · "), rows: [],
-          dtypeIndex: allDtypes.indexOf(r.dtype),
-        });
-      }
-      groups.get(key).rows.push(r);
-    }
-    return [...groups.values()];
-  }
-
-  _traces(pass) {
-    const view = VIEWS[this.view];
-    const traces = [];
-    let xs = [];
-    for (const g of this._groups(pass)) {
-      const rows = [...g.rows].sort((a, b) => a.N - b.N);
-      const src = this.sources[g.si];
-      const y = rows.map(view.y);
-      // The min-max spread of the timing, carried into each view.
-      const hi = rows.map((r, i) => {
-        if (this.view === "latency") return r.max_us - r.median_us;
-        return r.min_us > 0 ? y[i] * (r.median_us / r.min_us) - y[i] : 0;
-      });
-      const lo = rows.map((r, i) => {
-        if (this.view === "latency") return r.median_us - r.min_us;
-        return r.max_us > 0 ? y[i] - y[i] * (r.median_us / r.max_us) : 0;
-      });
-      xs = xs.concat(rows.map((r) => r.N));
-      traces.push({
-        type: "scatter",
-        mode: "lines+markers",
-        uid: uid(pass, src.key, g.impl, g.dtype, g.M),
-        name: g.name,
-        legendgroup: g.impl,
-        x: rows.map((r) => r.N),
-        y,
-        error_y: { type: "data", symmetric: false, array: hi, arrayminus: lo, thickness: 1, width: 3, color: colorFor(g.impl) },
-        line: { color: colorFor(g.impl), dash: DASHES[g.si % DASHES.length], width: 2 },
-        marker: { color: colorFor(g.impl), symbol: SYMBOLS[g.dtypeIndex % SYMBOLS.length], size: 7 },
-        customdata: rows.map((r) => [
-          r.impl, r.M, r.N, r.dtype, r.median_us, r.min_us, r.max_us, r.GBps, r.pct_of_ceiling, src.label,
-        ]),
-        hovertemplate:
-          "<b>%{customdata[0]}</b> · %{customdata[9]}<br>M=%{customdata[1]}  N=%{customdata[2]}  %{customdata[3]}" +
-          "<br>median %{customdata[4]:.2f} µs (min %{customdata[5]:.2f} – max %{customdata[6]:.2f})" +
-          "<br>%{customdata[7]:.1f} GB/s · %{customdata[8]:.1f}% of ceiling<extra></extra>",
-      });
-    }
-    return { traces, xs };
-  }
-
-  _ceilingTraces(xs) {
-    if (this.view === "latency" || xs.length === 0) return [];
-    const lo = Math.min(...xs) / 1.25;
-    const hi = Math.max(...xs) * 1.25;
-    const out = [];
-    this.sources.forEach((s, si) => {
-      const c = s.header?.ceiling_GBps;
-      if (!Number.isFinite(c)) return;
-      const yv = this.view === "pct" ? 100 : c;
-      const who = this.sources.length > 1 ? ` [${s.label}]` : "";
-      out.push({
-        type: "scatter",
-        mode: "lines",
-        uid: uid("ceiling", s.key),
-        name: `copy ceiling ${fmt(c, 1)} GB/s${who}`,
-        x: [lo, hi],
-        y: [yv, yv],
-        line: { color: "#555", dash: DASHES[(si + 1) % DASHES.length], width: 1.5 },
-        hovertemplate: `measured copy ceiling: ${fmt(c, 1)} GB/s${who}<extra></extra>`,
-      });
-    });
-    return out;
-  }
-
   // A first guess of the legend band (about 7 px a character, 40 px for an entry's line and gaps).
   _guessLegendPx(data, width) {
     let rows = 1;
     let used = 0;
     for (const t of data) {
+      if (t.showlegend === false) continue;
       const w = 40 + 7 * t.name.length;
       if (used > 0 && used + w > width) {
         rows++;
@@ -279,17 +212,32 @@ export class Charts {
     return rows * LEGEND_ROW_PX + LEGEND_GAP_PX;
   }
 
+  // The title under the mode bar; split at its colon when it would not fit on one line (about 7.5 px a
+  // character at 14 px).
+  _title(pass, width) {
+    const one = `${PASS_TITLES[pass]}: ${VIEWS[this.view].title}${this.logY ? " (log y)" : ""}`;
+    const lines = one.length * 7.5 > width - 24 ? one.replace(": ", ":<br>") : one;
+    return { text: lines, count: lines.includes("<br>") ? 2 : 1 };
+  }
+
   render() {
     const Plotly = window.Plotly;
     const choice = this._resolveFilter();
     this.filter = { dtype: choice.dtype, M: choice.M };
     this._syncSelects(choice);
-    this._describeSources();
+    const scheme = currentScheme();
+    const theme = chartTheme();
+    const keep = (r) => this._keep(r);
+    const built = Object.fromEntries(["fwd", "bwd"].map((pass) =>
+      [pass, panelTraces({ sources: this.sources, pass, keep, view: this.view, scheme, ink: theme.ink })]));
+    this._entries = [...built.fwd.entries, ...built.bwd.entries];
+    this._describeSources(built);
     if (!Plotly) return;
     for (const pass of ["fwd", "bwd"]) {
       const el = this.panels[pass];
-      const { traces, xs } = this._traces(pass);
-      const data = [...traces, ...this._ceilingTraces(xs)];
+      const { traces, xs, best } = built[pass];
+      const ceilings = ceilingTraces(this.sources, this.view, xs, theme.muted);
+      const data = [...traces, ...ceilings];
       // The legend gets a band of its own under the x-axis title, as tall as its wrapped rows at this
       // panel's width (measured after drawing), so it never covers the title and is never cut.
       const width = el.clientWidth || 600;
@@ -300,61 +248,104 @@ export class Charts {
       // readable and say where the ceiling is.
       const ys = traces.flatMap((t) => t.y.map((y, i) => y + (t.error_y.array[i] || 0))).filter(Number.isFinite);
       const top = ys.length ? Math.max(...ys) : 0;
-      const ceilings = this._ceilingTraces(xs).map((t) => t.y[0]);
-      const offScale = this.view !== "latency" && top > 0 && ceilings.length && Math.min(...ceilings) > 4 * top;
+      const levels = ceilings.map((t) => t.y[0]);
+      const offScale = !this.logY && this.view !== "latency" && top > 0 && levels.length && Math.min(...levels) > 4 * top;
       const notes = [];
       if (!traces.length) {
-        notes.push({ text: `no ${pass === "fwd" ? "forward" : "backward"} results`, showarrow: false, xref: "paper", yref: "paper", x: 0.5, y: 0.5, font: { color: "#888" } });
+        notes.push({ text: `no ${pass === "fwd" ? "forward" : "backward"} results`, showarrow: false, xref: "paper", yref: "paper", x: 0.5, y: 0.5, font: { color: theme.muted } });
       } else if (offScale) {
-        const c = this.view === "pct" ? "100%" : `${fmt(Math.min(...ceilings))} GB/s`;
-        notes.push({ text: `↑ copy ceiling ${c}: far above these points`, showarrow: false, xref: "paper", yref: "paper", x: 1, y: 1, xanchor: "right", yanchor: "bottom", font: { color: "#555", size: 11 } });
+        const c = this.view === "pct" ? "100%" : `${fmt(Math.min(...levels))} GB/s`;
+        notes.push({ text: `↑ copy ceiling ${c}: far above these points`, showarrow: false, xref: "paper", yref: "paper", x: 1, y: 1, xanchor: "right", yanchor: "bottom", font: { color: theme.muted, size: 11 } });
       }
-      const layout = {
-        title: { text: `${PASS_TITLES[pass]}: ${VIEWS[this.view].title}`, font: { size: 14 }, x: 0.01, xanchor: "left" },
-        margin: { l: 60, r: 16, t: 48, b: BOTTOM_PX + legendPx },
-        height: PLOT_PX + BOTTOM_PX + legendPx,
-        xaxis: {
-          title: { text: "N (hidden size, log₂ axis)" },
-          type: "log",
-          tickvals: ticks,
-          ticktext: ticks.map(tickText),
-          zeroline: false,
-        },
-        yaxis: { title: { text: VIEWS[this.view].title }, rangemode: "tozero", zeroline: false,
-          ...(offScale ? { range: [0, top * 1.15], autorange: false } : { autorange: true }) },
+      const title = this._title(pass, width);
+      // plotly anchors a title's first line: a second line takes the band's extra height above it.
+      const padTop = MODEBAR_PX + (title.count - 1) * TITLE_LINE_PX;
+      const topPx = padTop + title.count * TITLE_LINE_PX + 10;
+      const yaxis = { title: { text: VIEWS[this.view].title }, zeroline: false };
+      if (this.logY) Object.assign(yaxis, { type: "log", autorange: true });
+      else Object.assign(yaxis, { type: "linear", rangemode: "tozero", ...(offScale ? { range: [0, top * 1.15], autorange: false } : { autorange: true }) });
+      const layout = themedLayout(theme, {
+        title: { text: title.text, font: { size: 14 }, x: 0.01, xanchor: "left", yref: "container", y: 1, yanchor: "top", pad: { t: padTop } },
+        margin: { l: 60, r: 16, t: topPx, b: BOTTOM_PX + legendPx },
+        height: PLOT_PX + BOTTOM_PX + legendPx + topPx - 48,
+        xaxis: { title: { text: "N (hidden size, log₂ axis)" }, type: "log", tickvals: ticks, ticktext: ticks.map(tickText), zeroline: false },
+        yaxis,
         showlegend: data.length > 0,
         legend: { orientation: "h", xref: "container", x: 0, xanchor: "left", yref: "container", y: 0, yanchor: "bottom", maxheight: 5000, font: { size: 11 } },
         hovermode: "closest",
-        paper_bgcolor: "rgba(0,0,0,0)",
-        plot_bgcolor: "#fff",
-        annotations: notes,
-        uirevision: `${this.view}|${this.filter.dtype}|${this.filter.M}|${this.sources.map((s) => s.key).join(",")}`,
-      };
-      Plotly.react(el, data, layout, { responsive: true, displaylogo: false, showLink: false, modeBarButtonsToRemove: ["sendDataToCloud"] });
+        annotations: [...notes, ...starAnnotations(best, { logY: this.logY })],
+        uirevision: `${this.view}|${this.logY}|${this.filter.dtype}|${this.filter.M}|${this.sources.map((s) => s.key).join(",")}`,
+      });
+      Plotly.react(el, data, layout, modeBarConfig({ filename: `rmsnorm-${pass}-${this.view}`, onCsv: () => this.downloadCsv() }));
+      this._hook(el);
       const drawn = el.querySelector(".legend .bg");
       const need = drawn ? Math.ceil(drawn.getBBox().height) + LEGEND_GAP_PX : 0;
       this._legendPx.set(`${pass}|${width}|${data.length}`, need);
       if (data.length && Math.abs(need - legendPx) > 1) {
-        Plotly.relayout(el, { "margin.b": BOTTOM_PX + need, height: PLOT_PX + BOTTOM_PX + need });
+        Plotly.relayout(el, { "margin.b": BOTTOM_PX + need, height: PLOT_PX + BOTTOM_PX + need + topPx - 48 });
       }
-      el.dataset.traces = String(traces.length);
-      el.dataset.points = String(traces.reduce((n, t) => n + t.x.length, 0));
+      untab(el);
+      const measured = traces.filter((t) => t.meta.kind === "measured");
+      el.dataset.traces = String(measured.length);
+      el.dataset.points = String(measured.reduce((n, t) => n + t.x.length, 0));
+      el.dataset.wrong = String(built[pass].wrongCount);
+    }
+    this._renderProfile(scheme, theme);
+  }
+
+  // Once per panel: keep the mode bar out of the tab order whenever plotly redraws it; a click on a point
+  // picks the shape of the kernel breakdown.
+  _hook(el) {
+    if (el._chartsHooked || !el.on) return;
+    el._chartsHooked = true;
+    el.on("plotly_afterplot", () => untab(el));
+    el.on("plotly_click", (ev) => {
+      const c = ev?.points?.[0]?.customdata;
+      if (!Array.isArray(c)) return;
+      const pass = Object.entries(this.panels).find(([, p]) => p === el)?.[0];
+      this.profileShape = { pass, dtype: c[3], M: c[1], N: c[2] };
+      this._renderProfile(currentScheme(), chartTheme());
+    });
+  }
+
+  _renderProfile(scheme, theme) {
+    const { profile, profileCaption } = this.els;
+    if (!profile || !profileCaption) return;
+    const rows = profiledRows(this.sources, (r) => this._keep(r));
+    const shape = pickShape(rows, this.profileShape);
+    drawProfile({ el: profile, caption: profileCaption, rows, shape, scheme, theme, multiRun: this.sources.length > 1,
+      onCsv: () => this.downloadCsv() });
+  }
+
+  // The CSV of what the charts show now: one line per plotted point, in the current view's units.
+  csvText() {
+    return csvOfView(this._entries, this.view);
+  }
+
+  downloadCsv() {
+    const { dtype, M } = this.filter;
+    download(this.csvText(), `rmsnorm-${this.view}-${dtype}-M${M}.csv`);
+  }
+
+  downloadPng() {
+    for (const [pass, el] of Object.entries(this.panels)) {
+      window.Plotly?.downloadImage(el, { format: "png", filename: `rmsnorm-${pass}-${this.view}`, scale: 2 });
     }
   }
 
-  _describeSources() {
+  _describeSources(built) {
+    if (this.els.notes) this.els.notes.textContent = chartNotes(built, this._entries);
     if (!this.sourcesLine) return;
     if (this.sources.length === 0) {
       this.sourcesLine.textContent = "No results yet: start a sweep, or open a stored run under History.";
       return;
     }
     const parts = this.sources.map((s) => {
-      const ok = s.rows.filter((r) => r.status === "ok").length;
-      const other = s.rows.length - ok;
+      const n = (st) => s.rows.filter((r) => r.status === st).length;
       const ceiling = s.header?.ceiling_GBps;
       const mode = s.rows.find((r) => r.mode)?.mode;
-      let text = `${s.label}: ${ok} measured`;
-      if (other) text += `, ${other} skipped or failed`;
+      let text = `${s.label}: ${n("ok")} measured`;
+      for (const st of ["skipped", "error", "wrong"]) if (n(st)) text += `, ${n(st)} ${st}`;
       if (Number.isFinite(ceiling)) text += `, copy ceiling ${fmt(ceiling)} GB/s`;
       if (mode && mode !== "cuda") text += ` (${mode} timings)`;
       return text;

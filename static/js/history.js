@@ -1,19 +1,40 @@
-// History: the stored runs (live ones and imported result files, e.g. the committed GPU results),
-// open one into the charts, overlay several (two GPUs, two commits), download CSV/JSON, import a file.
+// History: the stored runs (live ones and imported result files, e.g. the committed GPU results), each
+// with its label (the file's name, or one the user gives: kept in this browser), commit, torch/triton
+// versions, timing-mode badge and rows counted per status (ok / skipped / error / wrong: "does not provide
+// this pass" is skipped, not a failure). Open one into the charts, overlay several (two GPUs, two commits;
+// an overlay that adds no point under the filters says why), download CSV/JSON, import a file.
 
 import { deleteRun, getRun, getRuns, importRun, runCsvUrl, runJsonUrl } from "./api.js";
+
+const LABELS_KEY = "rmsnorm-dashboard.run-labels";
 
 function when(iso) {
   const d = new Date(iso);
   return Number.isNaN(d.getTime()) ? String(iso ?? "") : d.toISOString().slice(0, 16).replace("T", " ") + " UTC";
 }
 
+function loadLabels() {
+  try {
+    const v = JSON.parse(window.localStorage?.getItem(LABELS_KEY) ?? "{}");
+    return v && typeof v === "object" ? v : {};
+  } catch {
+    return {};
+  }
+}
+
+const el = (tag, props = {}, ...children) => {
+  const node = Object.assign(document.createElement(tag), props);
+  node.append(...children.filter((c) => c != null));
+  return node;
+};
+
 export class History {
   constructor(els, handlers) {
-    this.els = els; // {tbody, status, refresh, overlay, importInput}
-    this.on = handlers; // {open(doc, {overlay})}
+    this.els = els; // {tbody, status, refresh, overlay, importInput, count}
+    this.on = handlers; // {open(doc, {overlay}) -> {points, why}}
     this.runs = [];
     this.shown = new Set();
+    this.labels = loadLabels();
     els.refresh.addEventListener("click", () => this.refresh());
     els.overlay.addEventListener("click", () => this.openSelected());
     els.importInput.addEventListener("change", () => {
@@ -36,64 +57,113 @@ export class History {
     this.render();
   }
 
+  labelOf(run) {
+    return this.labels[run.run_id] || run.label || null;
+  }
+
+  setLabel(runId, text) {
+    const value = String(text ?? "").trim().slice(0, 120);
+    if (value) this.labels[runId] = value;
+    else delete this.labels[runId];
+    try {
+      window.localStorage?.setItem(LABELS_KEY, JSON.stringify(this.labels));
+    } catch {
+      /* private mode: the label lasts for this page */
+    }
+    this.render();
+  }
+
+  _name(run) {
+    return this.labelOf(run) ?? `${run.device_name ?? "?"} ${when(run.created_at)}`;
+  }
+
   render() {
     const tbody = this.els.tbody;
     tbody.replaceChildren();
-    if (!this.runs.length) {
-      this._say("No stored runs yet. Finished sweeps land here, and so do result files you import.");
-    } else if (!this.els.status.textContent) {
-      this._say(`${this.runs.length} stored runs.`);
-    }
-    for (const run of this.runs) {
-      const tr = document.createElement("tr");
-      tr.dataset.runId = run.run_id;
-      if (this.shown.has(run.run_id)) tr.classList.add("shown");
-      const pick = document.createElement("input");
-      pick.type = "checkbox";
-      pick.className = "pick";
-      pick.value = run.run_id;
-      pick.setAttribute("aria-label", `select run ${run.device_name} ${when(run.created_at)} for overlay`);
-      pick.addEventListener("change", () => this._updateOverlayButton());
-      const cells = [
-        pick, when(run.created_at), run.device_name ?? "?",
-        (run.kind ?? "?") + (run.timing === "cuda-graph" ? " · CUDA-graph timings" : ""), String(run.rows ?? "?"),
-        run.complete === false ? "incomplete" : "complete", run.source === "import" ? "imported file" : run.source ?? "live",
-      ];
-      for (const c of cells) {
-        const td = document.createElement("td");
-        if (c instanceof Node) td.append(c);
-        else td.textContent = c;
-        tr.append(td);
-      }
-      const actions = document.createElement("td");
-      actions.className = "actions";
-      const open = document.createElement("button");
-      open.type = "button";
-      open.className = "open";
-      open.textContent = "Open";
-      open.setAttribute("aria-label", `open run ${run.device_name} ${when(run.created_at)}`);
-      open.addEventListener("click", () => this.open(run.run_id));
-      const add = document.createElement("button");
-      add.type = "button";
-      add.className = "overlay";
-      add.textContent = "Overlay";
-      add.setAttribute("aria-label", `overlay run ${run.device_name} ${when(run.created_at)} on the charts`);
-      add.addEventListener("click", () => this.open(run.run_id, { overlay: true }));
-      const csv = Object.assign(document.createElement("a"), { href: runCsvUrl(run.run_id), textContent: "CSV" });
-      csv.setAttribute("download", `${run.run_id}.csv`);
-      const json = Object.assign(document.createElement("a"), { href: runJsonUrl(run.run_id), textContent: "JSON" });
-      json.setAttribute("download", `${run.run_id}.json`);
-      const del = document.createElement("button");
-      del.type = "button";
-      del.className = "danger";
-      del.textContent = "Delete";
-      del.setAttribute("aria-label", `delete run ${run.device_name} ${when(run.created_at)}`);
-      del.addEventListener("click", () => this.remove(run));
-      actions.append(open, add, csv, json, del);
-      tr.append(actions);
-      tbody.append(tr);
-    }
+    const n = this.runs.length;
+    if (this.els.count) this.els.count.textContent = n ? `${n} stored run${n > 1 ? "s" : ""}` : "";
+    if (!n) this._say("No stored runs yet. Finished sweeps land here, and so do result files you import.");
+    for (const run of this.runs) tbody.append(this._row(run));
     this._updateOverlayButton();
+  }
+
+  _row(run) {
+    const tr = el("tr");
+    tr.dataset.runId = run.run_id;
+    if (this.shown.has(run.run_id)) tr.classList.add("shown");
+    const name = this._name(run);
+    const pick = el("input", { type: "checkbox", className: "pick", value: run.run_id });
+    pick.setAttribute("aria-label", `select run ${name} for overlay`);
+    pick.addEventListener("change", () => this._updateOverlayButton());
+
+    const label = this.labelOf(run);
+    const source = run.source === "import" ? "imported file" : run.source === "live" ? "live run" : run.source ?? "live run";
+    const labelCell = el("td", { className: "label-cell" },
+      el("span", { className: "label-text", textContent: label ?? "(no label)" }), el("small", { textContent: source }));
+    const edit = el("button", { type: "button", className: "label-edit", textContent: "Label…" });
+    edit.setAttribute("aria-label", `give run ${name} a label`);
+    edit.addEventListener("click", () => this._editLabel(labelCell, run));
+    labelCell.append(edit);
+
+    const commit = run.git_commit ? String(run.git_commit).slice(0, 8) + (run.git_dirty ? " (dirty)" : "") : "–";
+    const v = run.versions ?? {};
+    const versions = `torch ${v.torch ?? "?"} / triton ${v.triton ?? "?"}`;
+    const graphs = run.timing === "cuda-graph";
+    const badge = el("span", { className: `badge${graphs ? " graph" : ""}`,
+      textContent: graphs ? "CUDA-graph timings" : run.timing === "events" ? "event timings" : run.kind === "cpu" ? "CPU timings" : "timing ?" });
+    badge.title = graphs ? "timed as replayed CUDA graphs: launch overhead left out, not comparable with event timings"
+      : "timed with CUDA events (or the CPU clock on a CPU run), launch overhead included";
+    const c = run.counts ?? {};
+    const counts = el("td", { className: "counts" });
+    for (const k of ["ok", "skipped", "error", "wrong"]) {
+      const span = el("span", { className: `c-${k}`, textContent: `${c[k] ?? 0} ${k}` });
+      span.dataset.status = k;
+      span.dataset.count = String(c[k] ?? 0);
+      counts.append(span);
+    }
+    counts.title = `${run.rows ?? "?"} rows; skipped: e.g. an implementation that does not provide this pass`;
+    const cells = [el("td", {}, pick), labelCell, el("td", { textContent: when(run.created_at) }),
+      el("td", { textContent: `${run.device_name ?? "?"} · ${run.kind ?? "?"}` }), el("td", { className: "commit", textContent: commit }),
+      el("td", { className: "versions", textContent: versions }), el("td", { className: "timing" }, badge), counts,
+      el("td", { textContent: run.complete === false ? "incomplete" : "complete" })];
+    tr.append(...cells, this._actions(run, name));
+    return tr;
+  }
+
+  _actions(run, name) {
+    const button = (cls, text, aria, onClick) => {
+      const b = el("button", { type: "button", className: cls, textContent: text });
+      b.setAttribute("aria-label", aria);
+      b.addEventListener("click", onClick);
+      return b;
+    };
+    const csv = el("a", { href: runCsvUrl(run.run_id), textContent: "CSV" });
+    csv.setAttribute("download", `${run.run_id}.csv`);
+    const json = el("a", { href: runJsonUrl(run.run_id), textContent: "JSON" });
+    json.setAttribute("download", `${run.run_id}.json`);
+    return el("td", { className: "actions" },
+      button("open", "Open", `open run ${name}`, () => this.open(run.run_id)),
+      button("overlay", "Overlay", `overlay run ${name} on the charts`, () => this.open(run.run_id, { overlay: true })),
+      csv, json, button("danger", "Delete", `delete run ${name}`, () => this.remove(run)));
+  }
+
+  _editLabel(cell, run) {
+    const input = el("input", { type: "text", className: "label-input", value: this.labelOf(run) ?? "", maxLength: 120 });
+    input.setAttribute("aria-label", `label for run ${run.run_id} (Enter saves, Escape cancels; empty: the file's name)`);
+    let done = false;
+    const finish = (save) => {
+      if (done) return;
+      done = true;
+      if (save) this.setLabel(run.run_id, input.value);
+      else this.render();
+    };
+    input.addEventListener("keydown", (e) => {
+      if (e.key === "Enter") finish(true);
+      else if (e.key === "Escape") finish(false);
+    });
+    input.addEventListener("blur", () => finish(true));
+    cell.replaceChildren(input);
+    input.focus();
   }
 
   _updateOverlayButton() {
@@ -113,8 +183,12 @@ export class History {
     }
     if (!overlay) this.shown.clear();
     this.shown.add(runId);
-    this.on.open?.(doc, { overlay });
-    this._say(`${overlay ? "Overlaid" : "Showing"} ${doc.run?.device?.name ?? "?"} run of ${when(doc.run?.created_at)} (${doc.rows?.length ?? 0} rows).`);
+    const drawn = this.on.open?.(doc, { overlay }) ?? {};
+    const run = this.runs.find((r) => r.run_id === runId);
+    const name = run ? this._name(run) : `${doc.run?.device?.name ?? "?"} run of ${when(doc.run?.created_at)}`;
+    let text = `${overlay ? "Overlaid" : "Showing"} ${name} (${doc.rows?.length ?? 0} rows).`;
+    if (overlay && drawn.points === 0) text = `Overlaid ${name}, but it adds no point to the charts: ${drawn.why}.`;
+    this._say(text);
     this.render();
     return doc;
   }
@@ -133,7 +207,7 @@ export class History {
       return;
     }
     try {
-      const answer = await importRun(doc);
+      const answer = await importRun(doc, { label: file.name });
       const id = answer?.run_id ?? doc?.run?.run_id;
       this._say(`Imported ${file.name}.`);
       await this.refresh();
@@ -144,7 +218,7 @@ export class History {
   }
 
   async remove(run) {
-    if (!window.confirm(`Delete the ${run.device_name} run of ${when(run.created_at)}? This cannot be undone.`)) return;
+    if (!window.confirm(`Delete the run ${this._name(run)}? This cannot be undone.`)) return;
     try {
       await deleteRun(run.run_id);
       this.shown.delete(run.run_id);

@@ -1,16 +1,23 @@
-// A stable colour per implementation: the name is hashed into a fixed palette, so the same
-// implementation always gets the same colour on every chart and in the dock, and a new plugin
-// gets one too with no front-end edit.
+// A stable colour and marker shape per implementation, the same on every chart and in the dock.
+// The colours: Okabe–Ito hues (plus a few of Paul Tol's), colour-blind safe, each tuned to a contrast of
+// at least 3:1 against the page in light mode (white cards, #f5f4ef page) and in dark mode (#1c1f24 cards,
+// #121417 page): one list per colour scheme, same hue order. The shape tells implementations apart where two
+// hues are hard to tell apart: one shape per implementation, never per dtype.
+// The registry's names take slots in its order (so the same registry always paints the same way); a name
+// the registry did not list (an older file's plugin) gets a slot from a hash of its name.
 
-const PALETTE = [
-  "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-  "#bcbd22", "#393b79", "#ad494a", "#637939", "#8c6d31", "#7b4173", "#3182bd", "#e6550d",
-  "#31a354", "#756bb1", "#636363", "#d6616b",
-];
+export const PALETTES = {
+  light: ["#0072B2", "#D55E00", "#007A5A", "#B8428C", "#8F6A00", "#5A3FA8",
+    "#505050", "#00798C", "#C0392B", "#6B7A00", "#8E4A1C", "#7A2048"],
+  dark: ["#56B4E9", "#E69F00", "#2EC4A0", "#E882C4", "#F0E442", "#A996F0",
+    "#C8C8C8", "#3FD0E0", "#FF7F6E", "#B8C84A", "#E0A070", "#F4A3A8"],
+};
+// Plotly marker symbols; each has a hollow "-open" variant (used for rows the correctness gate marked wrong).
+export const SYMBOLS = ["circle", "square", "diamond", "triangle-up", "triangle-down", "pentagon",
+  "hexagon", "cross", "x", "triangle-left", "hourglass", "bowtie"];
 
-// Names of the registry, in its order, get distinct colours: each takes its hashed slot, or the
-// next free one when an earlier name holds it (so the same registry always paints the same way).
-const assigned = new Map();
+const SLOTS = PALETTES.light.length;
+const assigned = new Map(); // name -> slot (0 .. SLOTS*SYMBOLS-1: past the palette, the shape cycles on)
 
 // FNV-1a, 32 bit.
 export function hashName(name) {
@@ -24,15 +31,24 @@ export function hashName(name) {
 
 export function assignColors(names) {
   assigned.clear();
-  const used = new Set();
-  for (const name of names) {
-    let slot = hashName(String(name)) % PALETTE.length;
-    for (let tries = 0; used.has(slot) && tries < PALETTE.length; tries++) slot = (slot + 1) % PALETTE.length;
-    used.add(slot);
-    assigned.set(String(name), PALETTE[slot]);
-  }
+  [...new Set(names.map(String))].forEach((name, i) => assigned.set(name, i));
 }
 
-export function colorFor(name) {
-  return assigned.get(String(name)) ?? PALETTE[hashName(String(name)) % PALETTE.length];
+export function slotFor(name) {
+  return assigned.get(String(name)) ?? hashName(String(name)) % SLOTS;
+}
+
+export function currentScheme() {
+  return window.matchMedia?.("(prefers-color-scheme: dark)").matches ? "dark" : "light";
+}
+
+export function colorFor(name, scheme = currentScheme()) {
+  const list = PALETTES[scheme] ?? PALETTES.light;
+  return list[slotFor(name) % SLOTS];
+}
+
+// Past 12 names the colours repeat; the shape then shifts, so (colour, shape) stays unique for 144 names.
+export function symbolFor(name) {
+  const slot = slotFor(name);
+  return SYMBOLS[(slot + Math.floor(slot / SLOTS)) % SYMBOLS.length];
 }

@@ -176,7 +176,8 @@ def test_import_a_result_file(client, finished_run, results_dir):
     document["run"]["run_id"] = "imported-h200-example"
     for row in document["rows"]:
         row["run_id"] = "imported-h200-example"
-    first = client.post("/api/runs/import", json=document)
+    assert client.post("/api/runs/import?label=", json=document).status_code == 422  # an empty label: refused
+    first = client.post("/api/runs/import?label=h200.json", json=document)
     assert first.status_code == 200, first.text
     assert first.json() == {"run_id": "imported-h200-example", "imported": True, "rows": 8}
     again = client.post("/api/runs/import", json=document)
@@ -184,6 +185,8 @@ def test_import_a_result_file(client, finished_run, results_dir):
     listed = {r["run_id"]: r for r in client.get("/api/runs").json()}
     assert listed["imported-h200-example"]["source"] == "import"
     assert listed["imported-h200-example"]["timing"] == document["rows"][0]["timing"]
+    assert listed["imported-h200-example"]["label"] == "h200.json"
+    assert listed["imported-h200-example"]["counts"]["ok"] == 8
     graphs = json.loads(json.dumps(document))
     graphs["run"]["run_id"] = "imported-cuda-graph"
     for row in graphs["rows"]:

@@ -26,7 +26,9 @@ def test_live_run_round_trip(tmp_path):
     assert document["run"] == HEADER and [r["impl"] for r in document["rows"]] == ["eager", "triton"]
     assert store.list_runs() == [{"run_id": "r1", "created_at": HEADER["created_at"], "device_name": "Some CPU",
                                   "kind": "cpu", "rows": 2, "complete": True, "source": "live",
-                                  "timing": document["rows"][0].get("timing")}]
+                                  "timing": document["rows"][0].get("timing"), "label": None, "git_commit": None,
+                                  "git_dirty": None, "versions": {"torch": None, "triton": None},
+                                  "counts": {"ok": 2, "skipped": 0, "error": 0, "wrong": 0}}]
     table = list(csv.DictReader(io.StringIO(store.export_csv("r1"))))
     assert [t["launch.programs"] for t in table] == ["", "264"] and "launch" not in table[0]
     assert [float(t["median_us"]) for t in table] == [1.5, 2.5] and table[0]["device.label"] == "cpu:0"
@@ -49,6 +51,35 @@ def test_import_is_idempotent_and_survives_reopening(tmp_path):
     reopened = Store(tmp_path / "db.sqlite3")
     assert reopened.get_run("r1")["rows"] == document["rows"]
     assert reopened.list_runs()[0]["source"] == "import"
+
+
+def test_listing_names_the_file_commit_versions_and_counts_each_status(tmp_path):
+    header = {**HEADER, "git_commit": "abc1234", "git_dirty": True, "versions": {"torch": "2.13", "triton": "3.6"}}
+    rows = [row("eager", "fwd", 1.0), {**row("triton", "fwd", 0.5), "status": "wrong"},
+            {**row("triton", "bwd", 0.0), "status": "skipped", "median_us": None},
+            {**row("liger", "bwd", 0.0), "status": "skipped", "median_us": None},
+            {**row("quack", "bwd", 0.0), "status": "error", "median_us": None}]
+    path = tmp_path / "gpu-run.json"
+    path.write_text(json.dumps({"run": header, "rows": rows, "summary": {}}))
+    store = Store(tmp_path / "db.sqlite3")
+    store.import_paths([path], lambda doc: doc)
+    listed = store.list_runs()[0]
+    assert listed["label"] == "gpu-run.json" and listed["git_commit"] == "abc1234" and listed["git_dirty"] is True
+    assert listed["versions"] == {"torch": "2.13", "triton": "3.6"}
+    assert listed["counts"] == {"ok": 1, "skipped": 2, "error": 1, "wrong": 1}
+
+
+def test_a_store_made_before_labels_gains_the_column(tmp_path):
+    import sqlite3
+
+    from app.store import SCHEMA
+
+    db = sqlite3.connect(tmp_path / "db.sqlite3")
+    db.executescript(SCHEMA)
+    db.execute("INSERT INTO runs (run_id, created_at, source, header_json, stored_at) VALUES ('old', 'x', 'live', '{}', 0)")
+    db.commit()
+    db.close()
+    assert Store(tmp_path / "db.sqlite3").list_runs()[0]["label"] is None
 
 
 def test_import_paths_reports_bad_files(tmp_path):
