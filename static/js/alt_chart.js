@@ -28,6 +28,7 @@ export function drawPanel(el, pass, { groups, ref, refName, yTitle, empty }) {
       x: pts.map((p) => p.N),
       y: pts.map((p) => p.y),
       text: pts.map((p) => p.hover),
+      customdata: pts.map((p) => [g.impl, p.key ?? null, p.N]),
       hovertemplate: "%{text}<extra></extra>",
       line: { color: colorFor(g.impl), dash: DASHES[(g.dash ?? 0) % DASHES.length], width: 2 },
       marker: { color: colorFor(g.impl), size: 7 },

@@ -43,8 +43,9 @@ export class Views {
   setView(view) {
     this.view = view;
     const alt = ALT_VIEWS.has(view);
-    this.els.metricPanels.hidden = alt;
-    this.els.altPanels.hidden = !alt;
+    // Collapsed rather than display:none: plotly cannot lay out a chart in a box of no size.
+    this.els.metricPanels.classList.toggle("collapsed", alt);
+    this.els.altPanels.classList.toggle("collapsed", !alt);
     this.els.diffControls.hidden = view !== "diff";
     if (view !== "diff") this.els.diffWarning.hidden = true;
     this.changed();
@@ -136,7 +137,7 @@ export class Views {
           if (!groups.has(name)) groups.set(name, { name, impl: r.impl, dash: si, points: [] });
           const sp = r.GBps / b;
           groups.get(name).points.push({
-            N: r.N, y: sp,
+            N: r.N, y: sp, key: shapeKey(r),
             hover: `<b>${r.impl}</b> · ${s.label}<br>M=${r.M}  N=${r.N}  ${r.dtype}<br>${sp.toFixed(2)}× ${baseline}` +
               `<br>${r.GBps.toFixed(1)} GB/s vs ${b.toFixed(1)} GB/s`,
           });
