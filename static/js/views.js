@@ -160,7 +160,7 @@ export class Views {
     return {
       runs: this.charts.sources.map((s) => String(s.key)),
       view: this.view, dtype: f.dtype ?? null, M: f.M ?? null,
-      baseline: this.baseline, table: this.tableRun, sort: this.table.sort ? `${this.table.sort.column}.${this.table.sort.dir}` : null,
+      baseline: this.baseline && this.baseline === this.resolvedBaseline() ? this.baseline : null, table: this.tableRun, sort: this.table.sort ? `${this.table.sort.column}.${this.table.sort.dir}` : null,
       ...this.diff.state(),
     };
   }

@@ -62,7 +62,10 @@ def test_live_sweep_fills_the_charts_as_rows_stream(make_page, server, shot):
     # Traces appear while the stream is still running (fewer rows received than planned) ...
     mid = page.wait_for_function(
         """(planned) => {
-          const n = +document.querySelector('#chart-fwd').dataset.points + +document.querySelector('#chart-bwd').dataset.points;
+          // The live run's points only (the page opens with the newest stored GPU run drawn: issue 17).
+          const live = (id) => (document.getElementById(id).data || []).filter((t) => t.customdata)
+            .reduce((k, t) => k + t.customdata.filter((c) => String(c[9]).startsWith('live')).length, 0);
+          const n = live('chart-fwd') + live('chart-bwd');
           const got = +document.querySelector('#run-progress').value;
           return n > 0 && got < planned ? n : false;
         }""",

@@ -178,3 +178,19 @@ def test_a_live_run_is_drawn_over_the_open_stored_run(make_page, server):
     assert "live" in page.locator("#table-run option:checked").inner_text()
     page.wait_for_function("(id) => (new URLSearchParams(location.search).get('runs') || '').split(',').length === 2"
                            " && location.search.includes(id)", arg=stored_id)
+
+
+def test_a_bad_url_falls_back_to_the_first_look(make_page, server, guard):
+    """Unknown run ids and values in the URL are ignored: the page opens the newest GPU run, says what it could
+    not open, and never throws."""
+    guard.expect_http_error(404)
+    newest = next(r for r in server.get("/api/runs") if r["kind"] == "cuda" and r["rows"] > 0)
+    page = make_page(path="/?runs=no-such-run-1&view=bogus&dtype=int3&M=abc&baseline=nobody&sort=GBps.sideways")
+    page.wait_for_function("(id) => document.querySelector(`#history-table tbody tr[data-run-id='${id}'].shown`)",
+                           arg=newest["run_id"])
+    assert page.locator('input[name="view"][value="GBps"]').is_checked()
+    assert page.input_value("#chart-dtype") != "int3" and page.input_value("#chart-m") != "abc"
+    assert page.input_value("#baseline") != "nobody"
+    q = query(page)
+    assert q.get("runs") == newest["run_id"] and q.get("baseline") is None
+    assert int(page.evaluate("document.querySelectorAll('#shape-table tbody tr').length")) > 0
