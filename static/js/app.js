@@ -41,7 +41,9 @@ async function main() {
     baseline: $("#baseline"), tableRun: $("#table-run"), table: $("#shape-table"), tableStatus: $("#shape-status"),
     note: $("#view-note"), diffControls: $("#diff-controls"), diffBase: $("#diff-base"), diffNew: $("#diff-new"),
     diffWarning: $("#diff-warning"),
-  }, { charts, runs: () => history?.runs ?? [] });
+  }, { charts, runs: () => history?.runs ?? [], openRuns: async (ids) => {
+    for (const [i, id] of ids.entries()) await history.open(id, { overlay: i > 0 });
+  } });
   views.onChange = (state) => writeUrlState(state);
   followDockShape();
 

@@ -15,19 +15,25 @@ function when(iso) {
 export const runLabel = (r) => `${r.device_name ?? "?"} · ${when(r.created_at)} · ${r.timing ?? "?"} · ${String(r.run_id).slice(-8)}`;
 
 export class DiffView {
-  constructor(els, { runs, shown, filter, onChange }) {
+  constructor(els, { runs, shown, filter, onChange, openRuns }) {
     this.els = els;
     this.runs = runs; // () -> the stored-run listing (GET /api/runs)
     this.shown = shown; // () -> the chart sources
     this.filter = filter; // () -> the chart filter {dtype, M}
     this.onChange = onChange;
+    this.openRuns = openRuns; // (ids) -> open them in the charts, the first one plain, the others overlaid
     this.picked = { base: null, new: null };
     this.cache = new Map(); // "base|new" -> the compare document (or {error})
     this.last = null;
     for (const which of ["base", "new"]) {
       const sel = which === "base" ? els.diffBase : els.diffNew;
-      sel.addEventListener("change", () => {
+      sel.addEventListener("change", async () => {
         this.picked[which] = sel.value;
+        const other = which === "base" ? "new" : "base";
+        this.picked[other] = this.resolved?.[other] ?? null;
+        // The charts, the filters and the table then show the two runs compared (new first).
+        const ids = [this.picked.new, this.picked.base].filter(Boolean);
+        if (this.openRuns && ids.length === 2 && ids[0] !== ids[1]) await this.openRuns(ids);
         this.render();
         this.onChange?.();
       });

@@ -12,8 +12,9 @@ const ALL = "all";
 
 export class Views {
   // els: {metricPanels, altPanels, altFwd, altBwd, baseline, tableRun, table, tableStatus, note,
-  //       diffControls, diffBase, diffNew, diffWarning}; ctx: {charts, runs() -> the stored-run listing}
-  constructor(els, { charts, runs }) {
+  //       diffControls, diffBase, diffNew, diffWarning}; ctx: {charts, runs() -> the stored-run listing,
+  //       openRuns(ids) -> open stored runs in the charts (the first plain, the others overlaid)}
+  constructor(els, { charts, runs, openRuns }) {
     this.els = els;
     this.charts = charts;
     this.view = "GBps";
@@ -23,7 +24,7 @@ export class Views {
     this.onChange = null;
     this.table = new ShapeTable({ table: els.table, status: els.tableStatus });
     this.table.onSort = () => this.changed();
-    this.diff = new DiffView(els, { runs, shown: () => this.charts.sources, filter: () => this.charts.filter, onChange: () => this._save() });
+    this.diff = new DiffView(els, { runs, shown: () => this.charts.sources, filter: () => this.charts.filter, onChange: () => this._save(), openRuns });
     for (const radio of document.querySelectorAll('input[name="view"]')) {
       radio.addEventListener("change", () => radio.checked && this.setView(radio.value));
     }
@@ -132,7 +133,7 @@ export class Views {
           const parts = [r.impl];
           if (dtypes.size > 1) parts.push(r.dtype);
           if (Ms.size > 1) parts.push(`M=${r.M}`);
-          if (sources.length > 1) parts.push(`[${s.label}]`);
+          if (sources.length > 1) parts.push(`[${String(s.label).split(", ").pop()}]`); // dashes tell runs apart too
           const name = parts.join(" · ");
           if (!groups.has(name)) groups.set(name, { name, impl: r.impl, dash: si, points: [] });
           const sp = r.GBps / b;

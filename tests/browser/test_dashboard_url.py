@@ -52,7 +52,7 @@ def visible_in_viewport(page, selector):
     )
 
 
-def test_url_round_trip_restores_runs_view_filters_and_baseline(make_page, server):
+def test_url_round_trip_restores_runs_view_filters_and_baseline(make_page, server, shot):
     graph, same, _ = committed()
     a, b = same["run"]["run_id"], graph["run"]["run_id"]
     page = make_page()
@@ -94,6 +94,7 @@ def test_url_round_trip_restores_runs_view_filters_and_baseline(make_page, serve
         for p in points:
             assert any(math.isclose(p["y"], w, rel_tol=1e-6) for w in want[(p["impl"], p["N"])]), p
     assert "eager" in again.evaluate("() => document.getElementById('chart-alt-fwd').layout.title.text")
+    shot(again, "speedup-view.png", full_page=False)
 
     # A metric view and the dock's parameters round-trip too (the dock's own values are kept as they are).
     third = make_page(path=f"/?runs={a}&view=pct&M={ms[-1]}&dockM=4096&dockN=2048")
@@ -139,6 +140,11 @@ def test_diff_view_warns_on_mixed_timing_and_plots_the_api_ratios(make_page, ser
     page.select_option("#diff-new", other["run"]["run_id"])
     page.wait_for_function("() => document.querySelector('#diff-warning').hidden")
     page.wait_for_function("(id) => new URLSearchParams(location.search).get('new') === id", arg=other["run"]["run_id"])
+    # The charts and the table now show the two runs compared, the new one first.
+    page.wait_for_function("(ids) => new URLSearchParams(location.search).get('runs') === ids.join(',')",
+                           arg=[other["run"]["run_id"], base])
+    assert page.locator("#table-run option").evaluate_all("(os) => os.map((o) => o.value)") == [other["run"]["run_id"], base]
+    assert page.locator("#diff-base").input_value() == base
     api = server.get(f"/api/compare?base={base}&new={other['run']['run_id']}")
     assert api["rows"], "the two events runs should share shapes"
     page.wait_for_function("() => +document.querySelector('#chart-alt-fwd').dataset.points > 0")
@@ -174,8 +180,14 @@ def test_a_live_run_is_drawn_over_the_open_stored_run(make_page, server):
     assert {int(s.split("|")[1]) for s in srcs} == {64, 128}
     ok = sum(1 for r in stored["rows"] if r["status"] == "ok" and r["pass"] == "bwd")
     assert len(srcs) == 2 * ok  # the baseline's bwd points and as many live ones
-    # The table shows the live run; the URL names both runs.
+    # The table shows the live run, its ★ the stored summary's best; the URL names both runs.
     assert "live" in page.locator("#table-run option:checked").inner_text()
+    live_id = page.input_value("#table-run")
+    summary = server.get(f"/api/runs/{live_id}")["summary"]
+    starred = page.evaluate(
+        "() => Object.fromEntries([...document.querySelectorAll('#shape-table tbody tr.best')].map((tr) => [tr.dataset.key, tr.dataset.impl]))"
+    )
+    assert starred == {k: b["impl"] for k, b in summary["best"].items()} and len(starred) == 8
     page.wait_for_function("(id) => (new URLSearchParams(location.search).get('runs') || '').split(',').length === 2"
                            " && location.search.includes(id)", arg=stored_id)
 
