@@ -117,3 +117,10 @@ export async function streamBenchmark(sweep, { signal, onLine }) {
   buffer += decoder.decode();
   emit(buffer);
 }
+
+// dashA (issue 17): NEW/BASE GB/s per shape of two stored runs (engine.compare); mixed timing modes are
+// allowed here, the page warns about them itself (the answer names both runs' timing modes).
+export function getCompare(base, newId, { allowMixedTiming = true } = {}) {
+  const q = new URLSearchParams({ base, new: newId, allow_mixed_timing: String(allowMixedTiming) });
+  return json(`api/compare?${q}`);
+}

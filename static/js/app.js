@@ -6,6 +6,10 @@ import { assignColors } from "./palette.js";
 import { Dock } from "./dock.js";
 import { History } from "./history.js";
 import { RunPanel } from "./run_panel.js";
+// dashA (issue 17): first look, per-shape table, speedup / run-vs-run views, URL state.
+import { openFirstLook, refineBaseline, startLiveOverBaseline } from "./first_look.js";
+import { followDockShape, writeUrlState } from "./url_state.js";
+import { Views } from "./views.js";
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -34,11 +38,25 @@ async function main() {
     useModel: $("#dock-model"), source: $("#dock-source"), dtypeFilter: $("#chart-dtype"), // the dock follows the chart's dtype
   });
 
-  const history = new History(
+  let history = null;
+  // dashA: the views beside the charts (they read what the charts show).
+  const views = new Views({
+    metricPanels: $("#metric-panels"), altPanels: $("#alt-panels"), altFwd: $("#chart-alt-fwd"), altBwd: $("#chart-alt-bwd"),
+    baseline: $("#baseline"), tableRun: $("#table-run"), table: $("#shape-table"), tableStatus: $("#shape-status"),
+    note: $("#view-note"), diffControls: $("#diff-controls"), diffBase: $("#diff-base"), diffNew: $("#diff-new"),
+    diffWarning: $("#diff-warning"),
+  }, { charts, runs: () => history?.runs ?? [], openRuns: async (ids) => {
+    for (const [i, id] of ids.entries()) await history.open(id, { overlay: i > 0 });
+  } });
+  views.onChange = (state) => writeUrlState(state);
+  followDockShape();
+
+  history = new History(
     { tbody: $("#history-table tbody"), status: $("#history-status"), refresh: $("#history-refresh"), overlay: $("#history-overlay"), importInput: $("#history-import"), count: $("#history-count") },
     { open: (doc, { overlay }) => {
       const points = charts.open(doc, { overlay });
       if (!overlay) dock.setMeasured(doc);
+      views.changed(); // dashA
       // dashB: History says why a run adds no point under the filters in force
       return { points, why: points ? null : charts.emptyReason(doc.run?.run_id) };
     } },
@@ -56,19 +74,26 @@ async function main() {
     {
       start: (runId) => {
         live = { run: null, rows: [] };
-        charts.startLive(runId);
+        let sweep = null;
+        try {
+          sweep = panel.readSweep();
+        } catch { /* the form changed meanwhile: the header's sweep refines it */ }
+        startLiveOverBaseline(charts, runId, sweep); // dashA: drawn over the stored run that was open
+        views.changed();
       },
       header: (line) => {
         live.run = line;
         charts.liveHeader(line.run_id, line);
+        refineBaseline(charts, line.sweep); // dashA
       },
       row: (row) => {
         live.rows.push(row);
         charts.liveRow(row.run_id, row);
+        views.changed(); // dashA
       },
       finished: ({ runId }) => {
         if (live?.run) dock.offerRun(live); // never a silent switch: a CPU run is offered, not taken
-        if (runId) history.refresh();
+        if (runId) history.refresh().then(() => views.changed());
       },
     },
   );
@@ -101,6 +126,10 @@ async function main() {
     $("#impl-list").textContent = `Could not read the implementations: ${err.message}`;
   }
   await history.refresh();
+  // dashA: the runs the URL names, else the newest stored GPU run; then the URL's view, filters, baseline.
+  await openFirstLook({ history, views });
+  views.ready = true;
+  views.changed();
   window.dashboardReady = true;
 }
 

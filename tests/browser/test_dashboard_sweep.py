@@ -62,7 +62,10 @@ def test_live_sweep_fills_the_charts_as_rows_stream(make_page, server, shot):
     # Traces appear while the stream is still running (fewer rows received than planned) ...
     mid = page.wait_for_function(
         """(planned) => {
-          const n = +document.querySelector('#chart-fwd').dataset.points + +document.querySelector('#chart-bwd').dataset.points;
+          // The live run's points only (the page opens with the newest stored GPU run drawn: issue 17).
+          const live = (id) => (document.getElementById(id).data || []).filter((t) => t.customdata)
+            .reduce((k, t) => k + t.customdata.filter((c) => String(c[9]).startsWith('live')).length, 0);
+          const n = live('chart-fwd') + live('chart-bwd');
           const got = +document.querySelector('#run-progress').value;
           return n > 0 && got < planned ? n : false;
         }""",
@@ -88,7 +91,8 @@ def test_live_sweep_fills_the_charts_as_rows_stream(make_page, server, shot):
     # The chart filters offer the values that streamed in, and show them.
     assert page.locator("#chart-dtype option").evaluate_all("(os) => os.map((o) => o.value)") == ["all", "bfloat16"]
     assert page.locator("#chart-m option").evaluate_all("(os) => os.map((o) => o.value)") == ["all", "64"]
-    assert (page.input_value("#chart-dtype"), page.input_value("#chart-m")) == ("bfloat16", "64")
+    # A live run shows every M it measures (issue 17), at the dtype of its first rows.
+    assert (page.input_value("#chart-dtype"), page.input_value("#chart-m")) == ("bfloat16", "all")
 
     # The plugin is in the chart, and every plotted value is the stored measurement of that case.
     runs = server.get("/api/runs")

@@ -1,0 +1,160 @@
+// The run-vs-run view: % change of GB/s per shape and implementation between two stored runs, from
+// GET /api/compare (only rows measured ok in both). Runs timed in different modes (CUDA events vs CUDA-graph
+// replays) measure different things: the view says so in a warning above the charts.
+
+import { getCompare } from "./api.js";
+import { drawPanel } from "./alt_chart.js";
+
+const ALL = "all";
+
+function when(iso) {
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? String(iso ?? "") : d.toISOString().slice(0, 16).replace("T", " ");
+}
+
+export const runLabel = (r) => `${r.device_name ?? "?"} · ${when(r.created_at)} · ${r.timing ?? "?"} · ${String(r.run_id).slice(-8)}`;
+
+export class DiffView {
+  constructor(els, { runs, shown, filter, onChange, openRuns }) {
+    this.els = els;
+    this.runs = runs; // () -> the stored-run listing (GET /api/runs)
+    this.shown = shown; // () -> the chart sources
+    this.filter = filter; // () -> the chart filter {dtype, M}
+    this.onChange = onChange;
+    this.openRuns = openRuns; // (ids) -> open them in the charts, the first one plain, the others overlaid
+    this.picked = { base: null, new: null };
+    this.cache = new Map(); // "base|new" -> the compare document (or {error})
+    this.last = null;
+    for (const which of ["base", "new"]) {
+      const sel = which === "base" ? els.diffBase : els.diffNew;
+      sel.addEventListener("change", async () => {
+        this.picked[which] = sel.value;
+        const other = which === "base" ? "new" : "base";
+        this.picked[other] = this.resolved?.[other] ?? null;
+        // The charts, the filters and the table then show the two runs compared (new first).
+        const ids = [this.picked.new, this.picked.base].filter(Boolean);
+        if (this.openRuns && ids.length === 2 && ids[0] !== ids[1]) await this.openRuns(ids);
+        this.render();
+        this.onChange?.();
+      });
+    }
+  }
+
+  // The two runs: the user's picks, else the first shown run as new and the second shown (or the newest
+  // other run of the same device) as base.
+  _resolve(listing) {
+    const ids = new Set(listing.map((r) => r.run_id));
+    const shown = this.shown().map((s) => String(s.key)).filter((k) => ids.has(k));
+    const pickNew = ids.has(this.picked.new) ? this.picked.new : shown[0] ?? listing[0]?.run_id ?? null;
+    let pickBase = ids.has(this.picked.base) ? this.picked.base : shown.find((k) => k !== pickNew) ?? null;
+    if (!pickBase) {
+      const device = listing.find((r) => r.run_id === pickNew)?.device_name;
+      const others = listing.filter((r) => r.run_id !== pickNew);
+      pickBase = (others.find((r) => r.device_name === device) ?? others[0])?.run_id ?? null;
+    }
+    return { base: pickBase, new: pickNew };
+  }
+
+  _fill(sel, listing, chosen) {
+    const want = listing.map((r) => r.run_id);
+    if ([...sel.options].map((o) => o.value).join("|") !== want.join("|")) {
+      sel.replaceChildren(...listing.map((r) => new Option(runLabel(r), r.run_id)));
+    }
+    if (chosen) sel.value = chosen;
+  }
+
+  async render() {
+    const listing = this.runs() ?? [];
+    const { base, new: newId } = this._resolve(listing);
+    this.resolved = { base, new: newId };
+    this._fill(this.els.diffBase, listing, base);
+    this._fill(this.els.diffNew, listing, newId);
+    const note = this.els.note;
+    const warn = this.els.diffWarning;
+    if (!base || !newId || base === newId) {
+      warn.hidden = true;
+      note.hidden = false;
+      note.textContent = "Pick two different stored runs to compare (base and new).";
+      this._draw(null);
+      return;
+    }
+    const key = `${base}|${newId}`;
+    if (!this.cache.has(key)) {
+      note.hidden = false;
+      note.textContent = "Comparing…";
+      try {
+        this.cache.set(key, await getCompare(base, newId));
+      } catch (err) {
+        this.cache.set(key, { error: err.message });
+      }
+      if (this.resolved.base !== base || this.resolved.new !== newId) return; // a newer pick took over
+    }
+    const doc = this.cache.get(key);
+    this.last = doc;
+    if (doc.error) {
+      warn.hidden = true;
+      note.hidden = false;
+      note.textContent = `Could not compare: ${doc.error}`;
+      this._draw(null);
+      return;
+    }
+    const mixed = doc.base.timing !== doc.new.timing;
+    warn.hidden = !mixed;
+    warn.textContent = mixed
+      ? `Timing modes differ: the base run was timed with ${doc.base.timing}, the new one with ${doc.new.timing}. ` +
+        "CUDA-graph replays leave out launch overhead that event timing includes: the % changes below mix both effects."
+      : "";
+    this._draw(doc);
+  }
+
+  _draw(doc) {
+    const rows = doc?.rows ?? [];
+    // The chart filter applies when the compared runs have its value; else the first dtype and the largest M.
+    const f = this.filter() ?? {};
+    const dtypes = [...new Set(rows.map((r) => r.dtype))];
+    const Ms = [...new Set(rows.map((r) => r.M))].sort((a, b) => a - b);
+    const dtype = f.dtype === ALL || dtypes.includes(f.dtype) ? f.dtype : dtypes[0];
+    const inD = rows.filter((r) => dtype === ALL || r.dtype === dtype).map((r) => r.M);
+    const M = f.M === ALL || Ms.includes(f.M) ? f.M : Math.max(...(inD.length ? inD : [0]));
+    const keep = rows.filter((r) => (dtype === ALL || r.dtype === dtype) && (M === ALL || r.M === M));
+    this.drawnFilter = { dtype, M };
+    for (const [pass, el] of [["fwd", this.els.altFwd], ["bwd", this.els.altBwd]]) {
+      const mine = keep.filter((r) => r.pass === pass);
+      const varyD = new Set(mine.map((r) => r.dtype)).size > 1;
+      const varyM = new Set(mine.map((r) => r.M)).size > 1;
+      const groups = new Map();
+      for (const r of mine) {
+        const name = [r.impl, varyD ? r.dtype : null, varyM ? `M=${r.M}` : null].filter(Boolean).join(" · ");
+        if (!groups.has(name)) groups.set(name, { name, impl: r.impl, points: [] });
+        const pct = (r.ratio - 1) * 100;
+        groups.get(name).points.push({
+          N: r.N, y: pct, key: r.key,
+          hover: `<b>${r.impl}</b> · ${r.key}<br>${pct >= 0 ? "+" : ""}${pct.toFixed(1)} % (new/base ${r.ratio.toFixed(3)})` +
+            `<br>base ${r.base_GBps.toFixed(1)} GB/s → new ${r.new_GBps.toFixed(1)} GB/s`,
+        });
+      }
+      drawPanel(el, pass, {
+        groups: [...groups.values()], ref: 0, refName: "no change (0 %)", yTitle: "GB/s change, new vs base (%)",
+        empty: doc ? `no ${pass} shape measured in both runs here` : "no comparison",
+      });
+    }
+    if (!doc) return;
+    const note = this.els.note;
+    note.hidden = false;
+    const where = `${dtype === ALL ? "every dtype" : dtype}, ${M === ALL ? "every M" : `M=${M}`}`;
+    const only = doc.only_in_base.length + doc.only_in_new.length;
+    note.textContent = rows.length
+      ? `${keep.length} of ${rows.length} shape × implementation pairs measured in both runs drawn (${where}); ` +
+        `lowest ratio ${doc.min_ratio?.toFixed(3) ?? "–"}` + (only ? `; ${only} shapes are in one run only.` : ".")
+      : "No shape and implementation was measured ok in both runs.";
+  }
+
+  state() {
+    return { base: this.resolved?.base ?? this.picked.base, new: this.resolved?.new ?? this.picked.new };
+  }
+
+  apply(state) {
+    if (state.base) this.picked.base = state.base;
+    if (state.new) this.picked.new = state.new;
+  }
+}
