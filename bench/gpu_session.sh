@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The lent-H200 session, in phases (each `run` call of the device tool runs one or more of them).
-# Wheels travel in the ignored folders .whl/ (web stack, pydantic, liger, quack and the small CuTe-DSL parts) and
+# Wheels travel in the ignored folders .whl/ (web stack incl. opentelemetry-api for fastapi >= 0.165, pydantic,
+# liger, quack with apache-tvm-ffi and torch-c-dlpack-ext, and the CuTe-DSL parts: nvidia-cutlass-dsl,
+# -libs-base and -libs-core, the last holding the cutlass Python sources) and
 # .whl2/ (the 92 MB CuTe-DSL cu13 library wheel, split in two halves that arrive in two calls). Everything that must
 # outlive one call lives under /var/tmp/rmsnorm (the repo's ignored paths are wiped between calls).
 #
