@@ -25,6 +25,10 @@ import os
 import torch
 from torch import Tensor
 
+from kernels.triton_backward.atomic import atomic_backward
+from kernels.triton_backward.function import eager_rmsnorm
+from kernels.triton_backward.persistent import persistent_backward
+from kernels.triton_backward.workspace import workspace_backward
 from kernels.triton_forward import as_rows, rmsnorm_forward
 from kernels.triton_mode import interpreting
 from kernels.limits import MAX_N
@@ -40,24 +44,12 @@ _INTERPRETING = interpreting()  # asked once here: a functools.lru_cache call is
 _OPS_IN_EAGER = os.environ.get("RMSNORM_OPS_IN_EAGER", "0") == "1"
 
 
-_STRATEGY_FNS: dict = {}
+_STRATEGY_FNS = {"atomic": atomic_backward, "workspace": workspace_backward, "persistent": persistent_backward}
 
 
 def _strategy_fn(name: str):
     fn = _STRATEGY_FNS.get(name)
     if fn is None:
-        fn = _STRATEGY_FNS[name] = _import_strategy(name)
-    return fn
-
-
-def _import_strategy(name: str):
-    if name == "persistent":
-        from kernels.triton_backward.persistent import persistent_backward as fn
-    elif name == "workspace":
-        from kernels.triton_backward.workspace import workspace_backward as fn
-    elif name == "atomic":
-        from kernels.triton_backward.atomic import atomic_backward as fn
-    else:
         raise ValueError(f"unknown dγ strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
     return fn
 
@@ -146,14 +138,4 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-6, offset: float = 0.0, 
         return reference_rms_norm(x, weight, eps, offset)
     if _OPS_IN_EAGER or torch.compiler.is_compiling():
         return rms_norm_op(x, weight, eps, offset, backward)[0]
-    return _eager()(_strategy_fn(backward), x, weight, eps, offset)
-
-
-def _eager():
-    global _EAGER
-    if _EAGER is None:
-        from kernels.triton_backward.function import eager_rmsnorm as _EAGER
-    return _EAGER
-
-
-_EAGER = None
+    return eager_rmsnorm(_strategy_fn(backward), x, weight, eps, offset)

@@ -11,10 +11,8 @@ import triton.language as tl
 from kernels.families import BackwardFamily
 from kernels.fast_launch import fast
 from kernels.poison import new_output
-from kernels.registry import register
 from kernels.triton_backward.dx import backward_tile, load_weight_segments, rmsnorm_bwd_rows
-from kernels.triton_backward.function import triton_rmsnorm_with
-from kernels.triton_mode import triton_unavailable_reason
+
 
 
 @triton.jit
@@ -70,18 +68,3 @@ def atomic_backward(dy2d, x2d, weight, rstd, *, tile=None):
         ROWS=tile.rows, num_warps=tile.num_warps, **tile.segments(n).constants(),
     )
     return dx, dw.to(weight.dtype)
-
-
-@register(
-    "triton-atomic",
-    passes=("bwd",),
-    deterministic=False,
-    family=ATOMIC,
-    description="Triton backward, dγ by tl.atomic_add of every program's partial into one fp32 vector "
-    "(contended; not bit-reproducible)",
-    available_when=triton_unavailable_reason,
-    uses_triton=True,
-    launch=atomic_grid,
-)
-def triton_atomic_rmsnorm(x, weight, eps=1e-6):
-    return triton_rmsnorm_with(atomic_backward, x, weight, eps)

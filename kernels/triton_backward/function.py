@@ -2,7 +2,7 @@
 backward of one dγ strategy. A strategy is ``backward(dy2d, x2d, weight, rstd) -> (dx2d, dγ)``.
 
 Under ``torch.compile`` / ``torch.export`` the same kernels run as the ``rmsnorm_dashboard`` custom ops
-(`kernels/ops.py`), which Dynamo treats as opaque; `triton_rmsnorm_with` picks (through `kernels.ops.rms_norm`)."""
+(`kernels/ops.py`), which Dynamo treats as opaque; `kernels.ops.rms_norm` picks one or the other."""
 
 from __future__ import annotations
 
@@ -41,17 +41,3 @@ def eager_rmsnorm(strategy: Strategy, x: torch.Tensor, weight: torch.Tensor, eps
         w = weight if offset == 0 else weight.float() + offset
         return rmsnorm_forward(x, w, eps)[0]  # no graph to record: skip autograd.Function's bookkeeping
     return TritonRMSNormFunction.apply(x, weight, eps, strategy, offset)
-
-
-_OPS_STRATEGIES = {"atomic_backward": "atomic", "workspace_backward": "workspace",
-                   "persistent_backward": "persistent"}
-
-
-def triton_rmsnorm_with(strategy: Strategy, x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    """The registry's Triton implementations: ``strategy``'s backward, as a custom op under compile/export."""
-    name = _OPS_STRATEGIES.get(getattr(strategy, "__name__", ""))
-    if name is not None and isinstance(x, torch.Tensor) and isinstance(weight, torch.Tensor):
-        from kernels.ops import rms_norm
-
-        return rms_norm(x, weight, eps, 0.0, name)
-    return eager_rmsnorm(strategy, x, weight, eps)

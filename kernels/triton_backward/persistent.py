@@ -22,13 +22,11 @@ from kernels.experimental import rmsnorm_bwd_persistent_halves_kernel
 from kernels.fast_launch import fast
 from kernels.limits import DEFAULT_SM_COUNT
 from kernels.poison import new_output
-from kernels.registry import register
 from kernels.triton_backward.column_sum import allow_dependent_launch, column_sum
 from kernels.segments import store_vector
 from kernels.triton_backward.dx import backward_tile, load_weight_segments, pipeline_stages, rmsnorm_bwd_rows
-from kernels.triton_backward.function import triton_rmsnorm_with
 from kernels.triton_mode import sm_count as device_sm_count
-from kernels.triton_mode import dependent_launch, triton_unavailable_reason
+from kernels.triton_mode import dependent_launch
 
 
 @triton.jit
@@ -109,18 +107,3 @@ def persistent_backward(dy2d, x2d, weight, rstd, *, sm_count: int | None = None,
             *args, ROWS=tile.rows, NUM_STAGES=stages, RELOAD_W=tile.reload_weight, USE_PDL=pdl,
             num_warps=tile.num_warps, **tile.segments(n).constants())
     return dx, column_sum(partial, weight.dtype, pdl=pdl)
-
-
-@register(
-    "triton-persistent",
-    passes=("bwd",),
-    deterministic=True,
-    family=PERSISTENT,
-    description="Triton backward, persistent grid of SM count × k programs striding over rows, dγ partial kept "
-    "in registers, one fp32 row per program, then a tiny column sum (deterministic)",
-    available_when=triton_unavailable_reason,
-    uses_triton=True,
-    launch=persistent_grid,
-)
-def triton_persistent_rmsnorm(x, weight, eps=1e-6):
-    return triton_rmsnorm_with(persistent_backward, x, weight, eps)

@@ -15,12 +15,10 @@ from kernels.families import BackwardFamily
 from kernels.fast_launch import fast
 from kernels.limits import DEFAULT_SM_COUNT
 from kernels.poison import new_output
-from kernels.registry import register
 from kernels.triton_backward.column_sum import allow_dependent_launch, column_sum
 from kernels.segments import store_vector
 from kernels.triton_backward.dx import backward_tile, load_weight_segments, pipeline_stages, rmsnorm_bwd_rows
-from kernels.triton_backward.function import triton_rmsnorm_with
-from kernels.triton_mode import dependent_launch, triton_unavailable_reason
+from kernels.triton_mode import dependent_launch
 from kernels.triton_mode import sm_count as device_sm_count
 
 WORKSPACE_ROWS_PER_PROGRAM = {  # block → rows per program: best of 8…256 on the H200, bf16, 2026-12-02
@@ -105,18 +103,3 @@ def workspace_backward(dy2d, x2d, weight, rstd, *, tile=None, rows_per_program=N
         num_warps=tile.num_warps, **tile.segments(n).constants(),
     )
     return dx, column_sum(partial, weight.dtype, pdl=pdl)
-
-
-@register(
-    "triton-workspace",
-    passes=("bwd",),
-    deterministic=True,
-    family=WORKSPACE,
-    description="Triton backward, dγ partials of runs of ≥ 32 consecutive rows written to a [G, N] fp32 workspace, then summed "
-    "by a vectorized column-sum kernel (deterministic)",
-    available_when=triton_unavailable_reason,
-    uses_triton=True,
-    launch=workspace_grid,
-)
-def triton_workspace_rmsnorm(x, weight, eps=1e-6):
-    return triton_rmsnorm_with(workspace_backward, x, weight, eps)
