@@ -3,8 +3,10 @@
     plan(sweep)                     -> [Case, ...]   dtype → pass → M → N → implementation, so all
                                                      implementations of one shape are measured together
     DeviceBench(device).run_case(case, ...) -> ResultRow   never raises for a kernel's failure
-    iter_run(sweep, ...)            -> RunHeader, then one ResultRow per case (a generator: the service
-                                       streams it; ``cancel`` is checked between cases)
+    iter_run(sweep, ...)            -> RunHeader, then one ResultRow per case (a generator: the CLI prints it,
+                                       the service's worker process streams it; ``cancel`` is checked
+                                       between cases; ``cases`` may be any iterable, e.g. fed over a pipe)
+    error_row(case, reason, ...)    -> the ``error`` ResultRow of a case that could not be measured at all
     run_sweep(sweep, ...)           -> RunFile (header, rows, summary)
 
 A case is skipped, with its reason, BEFORE anything is allocated when: the implementation is not
@@ -27,7 +29,7 @@ import gc
 import time
 import uuid
 import zlib
-from typing import Any, Callable, Iterator, Mapping, Optional, Union
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sized, Union
 
 import torch
 
@@ -36,7 +38,7 @@ from engine import memory
 from engine.admission import refusal, size_sets
 from engine.byte_model import actual_bytes, element_size, min_bytes
 from engine.ceiling import Ceiling, measure_copy
-from engine.models import Case, ResultRow, RunFile, RunHeader, Sweep
+from engine.models import Case, ResultRow, RowDevice, RunFile, RunHeader, Sweep
 from engine.profile import profile_workload
 from engine.summary import summarize
 from engine.timing import (
@@ -308,25 +310,33 @@ def iter_run(
     device: Optional[str] = "auto",
     run_id: Optional[str] = None,
     cancel: Any = None,
-    on_progress: Optional[Callable[[int, int, ResultRow], None]] = None,
+    on_progress: Optional[Callable[[int, Optional[int], ResultRow], None]] = None,
     registry: Optional[Registry] = None,
     bench: Optional[DeviceBench] = None,
     ceiling_bytes: Optional[int] = None,
+    cases: Optional[Iterable[Case]] = None,
+    implementations: Optional[list[str]] = None,
 ) -> Iterator[Union[RunHeader, ResultRow]]:
     """Yield the run header (with the measured ceiling), then one row per case, as each is measured.
 
     ``device``: ``"auto"``/None defers to ``sweep.device``. ``cancel``: anything with ``is_set()`` (a
     ``threading.Event``), checked between cases; when set, the generator stops (no more rows).
-    ``on_progress(done, total, row)`` is called after each row."""
+    ``on_progress(done, total, row)`` is called after each row (``total`` is None for an unsized ``cases``).
+    ``cases``: the cases to measure, in order (default: ``plan(sweep)``); any iterable, drawn one at a time
+    after the previous row was yielded, so a caller may feed them lazily (the service's worker process does).
+    ``implementations``: the header's implementation list (default: those of the cases, else the sweep's)."""
     registry = default_registry() if registry is None else registry
     sweep = _validated(sweep, registry)
     run_id = run_id or new_run_id()
     spec = sweep.device if device in (None, "auto") else device
     bench = bench or DeviceBench(spec, ceiling_bytes=ceiling_bytes, registry=registry)
-    cases = plan(sweep, registry)
-    implementations = list(dict.fromkeys(case.impl for case in cases)) or resolve_implementations(sweep, registry)
-    yield bench.header(sweep, run_id, implementations)
-    total = len(cases)
+    if cases is None:
+        cases = plan(sweep, registry)
+    if implementations is None:
+        planned = list(dict.fromkeys(case.impl for case in cases)) if isinstance(cases, list) else []
+        implementations = planned or resolve_implementations(sweep, registry)
+    yield bench.header(sweep, run_id, list(implementations))
+    total = len(cases) if isinstance(cases, Sized) else None
     for done, case in enumerate(cases, start=1):
         if cancel is not None and cancel.is_set():
             return
@@ -343,6 +353,24 @@ def iter_run(
         if on_progress is not None:
             on_progress(done, total, row)
         yield row
+
+
+def error_row(case: Case, reason: str, run_id: str, device: Union[RowDevice, Mapping[str, Any]], mode: str = "cpu",
+              started_at: Optional[float] = None) -> ResultRow:
+    """The ``error`` row of a case that no `DeviceBench` could measure (its process died or hung, no device
+    could take it): no timings, the pass's minimum bytes, the reason as given (cut to the row's limit)."""
+    try:
+        nbytes = min_bytes(case.pass_, case.M, case.N, case.dtype)
+    except (KeyError, ValueError):
+        nbytes = 0
+    now = time.time()
+    text = reason if len(reason) <= 4000 else reason[:3999] + "…"
+    return ResultRow.model_validate({
+        "run_id": run_id, "impl": case.impl, "pass": case.pass_, "dtype": case.dtype, "M": case.M, "N": case.N,
+        "status": "error", "reason": text, "repetitions": 0, "bytes": nbytes, "mode": mode,
+        "device": device.model_dump() if isinstance(device, RowDevice) else dict(device), "launch": None,
+        "started_at": now if started_at is None else started_at, "ended_at": now,
+    })
 
 
 def run_sweep(sweep: Union[Sweep, Mapping[str, Any]], **kwargs: Any) -> RunFile:
