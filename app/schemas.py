@@ -38,11 +38,12 @@ class BenchmarkRequest(Sweep):
             raise ValueError(f'device must be "auto", "cpu", "cuda", "cpu:<index>" or "cuda:<index>", got {value!r}')
         return value
 
-    def sweep(self) -> dict:
-        """The engine's `Sweep` part (the scheduler sets its device per worker)."""
-        data = self.model_dump(mode="json", exclude={"split"})
-        data["device"] = "auto"
-        return data
+    def engine_sweep(self) -> Sweep:
+        """The engine's `Sweep` part, as validated here (not validated again: the fields are the same and so are
+        their checks); its device is ``auto`` (each worker runs it on its own device)."""
+        fields = {name: getattr(self, name) for name in Sweep.model_fields}
+        fields["device"] = "auto"
+        return Sweep.model_construct(_fields_set=set(self.model_fields_set) & set(Sweep.model_fields), **fields)
 
 
 class Summary(BaseModel):

@@ -133,7 +133,7 @@ def test_no_silent_coercion(client, change):
 
 
 def test_schema_valid_sweep_is_accepted(client):
-    from app.jobs import QueueFull
+    from app.queues import QueueFull
 
     def refuse(*args, **kwargs):
         raise QueueFull("nothing is measured here")
@@ -181,7 +181,7 @@ def test_csv_cells_that_are_formulas_are_escaped(client):
 
 def test_deleting_a_running_run_is_409(client):
     scheduler = client.app.state.service.scheduler
-    scheduler._live.add("busy-run")
+    scheduler.books.live.add("busy-run")
     response = client.delete("/api/runs/busy-run")
     assert response.status_code == 409 and "cancel it first" in response.json()["detail"]
 
