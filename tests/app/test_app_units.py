@@ -43,3 +43,31 @@ def test_write_rule(tmp_path):
     assert write_refusal(guarded, "nope", exposed=True)[0] == 403
     lax = Settings.from_env(data_dir=tmp_path, results_dir="", allow_no_token=True)
     assert write_refusal(lax, None, exposed=True, host_header="127.0.0.1") is None
+
+
+def _write_request(headers: dict, server=("127.0.0.1", 8000)) -> Request:
+    return Request({"type": "http", "method": "POST", "path": "/benchmark", "server": server, "headers":
+                    [(k.lower().encode(), v.encode()) for k, v in headers.items()]})
+
+
+def test_require_write_access_answers_with_the_rule(tmp_path):
+    from fastapi import HTTPException
+
+    from app.auth import request_exposed, require_write_access
+
+    guarded = Settings.from_env(data_dir=tmp_path, results_dir="", api_token="s3cret")
+    with pytest.raises(HTTPException) as missing:
+        require_write_access(_write_request({"host": "127.0.0.1"}), guarded, exposed=True)
+    assert missing.value.status_code == 401 and missing.value.headers == {"WWW-Authenticate": "Bearer"}
+    with pytest.raises(HTTPException) as wrong:
+        require_write_access(_write_request({"authorization": "Bearer nope"}), guarded, exposed=True)
+    assert wrong.value.status_code == 403 and wrong.value.headers is None
+    assert require_write_access(_write_request({"x-api-token": "s3cret"}), guarded, exposed=True) is None
+    local = Settings.from_env(data_dir=tmp_path, results_dir="")
+    assert require_write_access(_write_request({"host": "localhost:8000"}), local, exposed=False) is None
+    with pytest.raises(HTTPException) as rebound:
+        require_write_access(_write_request({"host": "attacker.example"}), local, exposed=False)
+    assert rebound.value.status_code == 403 and "attacker.example" in rebound.value.detail
+    # the settings declare it exposed (RMSNORM_EXPOSED), or the request came in on a non-loopback address
+    assert request_exposed(_write_request({}), Settings.from_env(data_dir=tmp_path, results_dir="", exposed=True))
+    assert request_exposed(_write_request({}, server=("10.1.2.3", 8000)), local)
