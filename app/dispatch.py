@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Iterable, Optional
 
-from app.queues import DeviceQueues, Job, Listener, QueueFull, UnknownDevice, case_label
+from app.queues import DeviceQueues, Job, Listener, QueueFull, case_label
 from app.schemas import BenchmarkRequest
 from app.store import Store
 from app.worker_handle import DeviceWorker
@@ -29,9 +29,6 @@ from engine.runner import error_row, new_run_id
 from engine.summary import summarize
 
 log = logging.getLogger("rmsnorm.jobs")
-
-__all__ = ["Scheduler", "QueueFull", "UnknownDevice"]
-
 
 class Scheduler:
     def __init__(self, labels: Iterable[str], store: Store, max_queue: int, plugins: tuple[str, ...] = (),

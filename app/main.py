@@ -61,7 +61,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # FastAPIOffline: /docs and /redoc load Swagger UI / ReDoc from the package, not from a CDN.
     app = FastAPIOffline(title="rmsnorm-dashboard", version=package_version(), description=DESCRIPTION, lifespan=lifespan)
     app.state.service = service
-    app.state.settings = settings
     app.dependency_overrides[get_settings] = lambda: settings
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes, import_limit=settings.max_import_bytes)
 

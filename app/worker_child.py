@@ -16,7 +16,6 @@ import traceback
 from typing import Any, Iterator, Optional
 
 from app.worker_protocol import (
-    EndRun,
     NextCase,
     Ready,
     RunEnded,
@@ -48,7 +47,7 @@ def worker_main(label: str, conn, plugins: tuple[str, ...], ceiling_bytes: int |
             return
         if isinstance(message, StartRun) and not run(bench, label, conn, message):
             return
-        # anything else (an EndRun after a failed run) needs no answer
+        # anything else (the EndRun of a run that failed) needs no answer
 
 
 def _get_ready(label: str, plugins: tuple[str, ...], ceiling_bytes: int | None, known_ceiling: Any):

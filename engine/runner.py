@@ -6,7 +6,7 @@
     iter_run(sweep, ...)            -> RunHeader, then one ResultRow per case (a generator: the CLI prints it,
                                        the service's worker process streams it; ``cancel`` is checked
                                        between cases; ``cases`` may be any iterable, e.g. fed over a pipe)
-    error_row(case, reason, ...)    -> the ``error`` ResultRow of a case that could not be measured at all
+    error_row(case, reason, ...)    -> the ``error`` row of a case never measured (engine.rows)
     run_sweep(sweep, ...)           -> RunFile (header, rows, summary)
 
 A case is skipped, with its reason, BEFORE anything is allocated when: the implementation is not
@@ -38,8 +38,9 @@ from engine import memory
 from engine.admission import refusal, size_sets
 from engine.byte_model import actual_bytes, element_size, min_bytes
 from engine.ceiling import Ceiling, measure_copy
-from engine.models import Case, ResultRow, RowDevice, RunFile, RunHeader, Sweep
+from engine.models import Case, ResultRow, RunFile, RunHeader, Sweep
 from engine.profile import profile_workload
+from engine.rows import error_row, finite as _finite, short as _short  # noqa: F401  (error_row: public here)
 from engine.summary import summarize
 from engine.timing import (
     EPS,
@@ -53,7 +54,6 @@ from engine.verify import Verdict, verify
 from kernels.registry import Implementation, Registry, default_registry
 
 TORCH_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
-MAX_REASON = 600
 
 
 def _validated(sweep: Union[Sweep, Mapping[str, Any]], registry: Registry) -> Sweep:
@@ -83,11 +83,6 @@ def plan(sweep: Union[Sweep, Mapping[str, Any]], registry: Optional[Registry] = 
     ]
 
 
-def _short(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}".strip()
-    return text if len(text) <= MAX_REASON else text[: MAX_REASON - 1] + "…"
-
-
 class _Outcome:
     """What `DeviceBench._measure` found, kept even when a later step raises."""
 
@@ -97,11 +92,6 @@ class _Outcome:
         self.profile: Optional[dict] = None
         self.profile_error: Optional[str] = None
         self.stage = "input allocation"
-
-
-def _finite(value: float) -> Optional[float]:
-    """JSON has no inf: an output with NaN/Inf has no finite error (the reason says so)."""
-    return value if value == value and value not in (float("inf"), float("-inf")) else None
 
 
 class DeviceBench:
@@ -355,28 +345,11 @@ def iter_run(
         yield row
 
 
-def error_row(case: Case, reason: str, run_id: str, device: Union[RowDevice, Mapping[str, Any]], mode: str = "cpu",
-              started_at: Optional[float] = None) -> ResultRow:
-    """The ``error`` row of a case that no `DeviceBench` could measure (its process died or hung, no device
-    could take it): no timings, the pass's minimum bytes, the reason as given (cut to the row's limit)."""
-    try:
-        nbytes = min_bytes(case.pass_, case.M, case.N, case.dtype)
-    except (KeyError, ValueError):
-        nbytes = 0
-    now = time.time()
-    text = reason if len(reason) <= 4000 else reason[:3999] + "…"
-    return ResultRow.model_validate({
-        "run_id": run_id, "impl": case.impl, "pass": case.pass_, "dtype": case.dtype, "M": case.M, "N": case.N,
-        "status": "error", "reason": text, "repetitions": 0, "bytes": nbytes, "mode": mode,
-        "device": device.model_dump() if isinstance(device, RowDevice) else dict(device), "launch": None,
-        "started_at": now if started_at is None else started_at, "ended_at": now,
-    })
-
-
 def run_sweep(sweep: Union[Sweep, Mapping[str, Any]], **kwargs: Any) -> RunFile:
     """Run a whole sweep and return the result file (``complete`` is false if it was cancelled)."""
     items = list(iter_run(sweep, **kwargs))
     header, rows = items[0], items[1:]
     expected = len(plan(sweep, kwargs.get("registry")))
-    summary = summarize(rows, complete=len(rows) == expected, baseline=_validated(sweep, kwargs.get("registry") or default_registry()).baseline)
+    baseline = _validated(sweep, kwargs.get("registry") or default_registry()).baseline
+    summary = summarize(rows, complete=len(rows) == expected, baseline=baseline)
     return RunFile(run=header, rows=rows, summary=summary)

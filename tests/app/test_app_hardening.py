@@ -16,7 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from app.settings import Settings
+from app.settings import Settings, write_refusal
 from service_harness import REPO
 
 LOOPBACK = "http://127.0.0.1"
@@ -82,7 +82,7 @@ def test_token_is_compared_in_constant_time(monkeypatch, tmp_path):
     real = hmac.compare_digest
     monkeypatch.setattr(hmac, "compare_digest", lambda a, b: calls.append((a, b)) or real(a, b))
     settings = Settings.from_env(data_dir=tmp_path, host="0.0.0.0", api_token="tok", results_dir="")
-    assert settings.write_refusal("tok") is None and settings.write_refusal("tok2")[0] == 403
+    assert write_refusal(settings, "tok") is None and write_refusal(settings, "tok2")[0] == 403
     assert calls == [(b"tok", b"tok"), (b"tok2", b"tok")]
 
 
