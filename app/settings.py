@@ -35,8 +35,7 @@ from typing import Annotated, Literal, Optional
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-"""The checkout (or editable install) holding static/, templates/ and results/: the service's one home for it."""
+from engine.device import PACKAGE_ROOT as PROJECT_ROOT  # the one home of the repository root
 
 DEFAULT_MAX_QUEUE = 8
 MIB = 1 << 20

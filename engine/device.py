@@ -21,7 +21,8 @@ import torch
 
 from engine.models import DeviceInfo, RowDevice
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+"""The checkout (or editable install): git is asked here, the service finds static/, templates/, results/ here."""
 
 
 def resolve(spec: str = "auto") -> torch.device:

@@ -89,3 +89,15 @@ def test_defaults(monkeypatch):
     s = Settings.from_env()
     assert (s.host, s.port, s.api_token, s.max_queue, s.case_timeout_s) == ("127.0.0.1", 8000, None, 8, 900.0)
     assert s.max_body_bytes == 1 << 20 and not s.exposed and s.self_check == "off" and s.plugins == ()
+
+
+def test_default_folders_are_the_checkouts(monkeypatch):
+    """One home for the repository root (engine.device.PACKAGE_ROOT): the service's static/, templates/ and
+    results/ are there, and git is asked there (a header names the commit it was measured at)."""
+    for key in ("RMSNORM_STATIC_DIR", "RMSNORM_TEMPLATES_DIR", "RMSNORM_RESULTS_DIR"):
+        monkeypatch.delenv(key, raising=False)
+    from engine import device
+
+    s = Settings.from_env()
+    assert (s.templates_dir / "index.html").is_file() and (s.static_dir / "js").is_dir()
+    assert s.results_dir == device.PACKAGE_ROOT / "results" and (device.PACKAGE_ROOT / "app" / "settings.py").is_file()
