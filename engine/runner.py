@@ -323,7 +323,7 @@ def iter_run(
     if cases is None:
         cases = plan(sweep, registry)
     if implementations is None:
-        planned = list(dict.fromkeys(case.impl for case in cases)) if isinstance(cases, list) else []
+        planned = list(dict.fromkeys(case.impl for case in cases)) if isinstance(cases, (list, tuple)) else []
         implementations = planned or resolve_implementations(sweep, registry)
     yield bench.header(sweep, run_id, list(implementations))
     total = len(cases) if isinstance(cases, Sized) else None

@@ -141,3 +141,15 @@ def test_spawned_worker_resumes_the_feed_after_a_crash_and_a_hang():
     finally:
         worker.stop()
     assert not worker.alive
+
+
+def test_the_child_module_needs_no_web_framework_nor_torch_to_import():
+    import subprocess
+    import sys
+
+    from service_harness import REPO
+
+    probe = "import app.worker_child, sys; print([m for m in ('fastapi', 'starlette', 'torch') if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
