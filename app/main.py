@@ -20,6 +20,7 @@ from fastapi_offline import FastAPIOffline
 from app.edge import BodyLimit
 from app.settings import Settings, get_settings
 from app.state import Service
+from engine.catalog import prepare_process
 from engine.device import package_version
 
 log = logging.getLogger("rmsnorm.service")
@@ -41,23 +42,11 @@ def plotly_js_path() -> Path | None:
     return path if path.is_file() else None
 
 
-def _prepare_process(plugins: tuple[str, ...]) -> None:
-    """Before the registry is imported: Triton kernels are interpreted when there is no GPU (the engine's rule),
-    so that the implementation list here matches what the workers can run. Then the registry is loaded, with the
-    plugins of the settings (the workers load the same ones), so that requests naming them validate."""
-    from engine.device import use_triton_interpreter_without_gpu
-    from engine.models import default_registry
-    from kernels.registry import load_all
-
-    use_triton_interpreter_without_gpu()
-    registry = default_registry()
-    if plugins:
-        load_all(extra_paths=plugins, registry=registry)
-
-
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.from_env()
-    _prepare_process(settings.plugins)
+    # Before Triton is imported: the engine's interpreter rule, then the registry with the settings' plug-ins (the
+    # workers load the same ones), so that the implementation list here matches what the workers run.
+    prepare_process(settings.plugins)
     service = Service(settings)
     service.import_results_dir()
 
@@ -72,7 +61,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # FastAPIOffline: /docs and /redoc load Swagger UI / ReDoc from the package, not from a CDN.
     app = FastAPIOffline(title="rmsnorm-dashboard", version=package_version(), description=DESCRIPTION, lifespan=lifespan)
     app.state.service = service
-    app.state.settings = settings
     app.dependency_overrides[get_settings] = lambda: settings
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes, import_limit=settings.max_import_bytes)
 

@@ -9,9 +9,10 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from engine.models import ResultRow, RunFile, RunHeader, Sweep
+from engine.models import DEVICE_RE, ResultRow, RunFile, RunHeader, Sweep
 
-DEVICE_PATTERN = re.compile(r"^(auto|cpu|cuda)(:\d{1,3})?$")
+FAKE_CPU_DEVICE = re.compile(r"^cpu:\d{1,3}$")
+"""The one spelling the service adds to the engine's (`kernels.limits.DEVICE_RE`): a fake CPU device's label."""
 RUN_ID_REGEX = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,199}$"
 RUN_ID_PATTERN = re.compile(RUN_ID_REGEX)
 """A run id /api/runs/{id} can address: starts with a letter or digit (so never \".\" or \"..\")."""
@@ -34,15 +35,16 @@ class BenchmarkRequest(Sweep):
     @classmethod
     def _device(cls, value: str) -> str:  # replaces Sweep's check: fake CPU devices have indices too
         value = value.strip().lower()
-        if not DEVICE_PATTERN.match(value) or value.startswith("auto:"):
+        if not (DEVICE_RE.match(value) or FAKE_CPU_DEVICE.match(value)):
             raise ValueError(f'device must be "auto", "cpu", "cuda", "cpu:<index>" or "cuda:<index>", got {value!r}')
         return value
 
-    def sweep(self) -> dict:
-        """The engine's `Sweep` part (the scheduler sets its device per worker)."""
-        data = self.model_dump(mode="json", exclude={"split"})
-        data["device"] = "auto"
-        return data
+    def engine_sweep(self) -> Sweep:
+        """The engine's `Sweep` part, as validated here (not validated again: the fields are the same and so are
+        their checks); its device is ``auto`` (each worker runs it on its own device)."""
+        fields = {name: getattr(self, name) for name in Sweep.model_fields}
+        fields["device"] = "auto"
+        return Sweep.model_construct(_fields_set=set(self.model_fields_set) & set(Sweep.model_fields), **fields)
 
 
 class Summary(BaseModel):

@@ -35,8 +35,7 @@ from typing import Annotated, Literal, Optional
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-"""The checkout (or editable install) holding static/, templates/ and results/."""
+from engine.device import PACKAGE_ROOT as PROJECT_ROOT  # the one home of the repository root
 
 DEFAULT_MAX_QUEUE = 8
 MIB = 1 << 20
@@ -190,10 +189,6 @@ class Settings(BaseSettings):
         """Configured to listen on an address other machines can reach, or declared so (RMSNORM_EXPOSED). The
         address actually bound is checked per request too (`app.edge.write_refusal`)."""
         return self.exposed_declared or not is_loopback(self.host)
-
-    def write_refusal(self, presented_token: str | None) -> tuple[int, str] | None:
-        """The write rule as these settings alone decide it (see the module function `write_refusal`)."""
-        return write_refusal(self, presented_token)
 
     def host_allowed(self, host_header: str | None) -> bool:
         """Whether a Host header (``name[:port]``) names this service as the allow-list says."""

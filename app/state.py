@@ -6,7 +6,7 @@ import logging
 
 from fastapi import Request
 
-from app.jobs import Scheduler
+from app.dispatch import Scheduler
 from app.settings import Settings
 from app.store import Store
 

@@ -22,7 +22,7 @@ import torch
 from engine.models import DeviceInfo, RowDevice
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
-"""The repository root (engine/ is one level below it): where git is asked for the commit."""
+"""The checkout (or editable install): git is asked here, the service finds static/, templates/, results/ here."""
 
 
 def resolve(spec: str = "auto") -> torch.device:

@@ -3,8 +3,10 @@
     plan(sweep)                     -> [Case, ...]   dtype → pass → M → N → implementation, so all
                                                      implementations of one shape are measured together
     DeviceBench(device).run_case(case, ...) -> ResultRow   never raises for a kernel's failure
-    iter_run(sweep, ...)            -> RunHeader, then one ResultRow per case (a generator: the service
-                                       streams it; ``cancel`` is checked between cases)
+    iter_run(sweep, ...)            -> RunHeader, then one ResultRow per case (a generator: the CLI prints it,
+                                       the service's worker process streams it; ``cancel`` is checked
+                                       between cases; ``cases`` may be any iterable, e.g. fed over a pipe)
+    error_row(case, reason, ...)    -> the ``error`` row of a case never measured (engine.rows)
     run_sweep(sweep, ...)           -> RunFile (header, rows, summary)
 
 A case is skipped, with its reason, BEFORE anything is allocated when: the implementation is not
@@ -27,7 +29,7 @@ import gc
 import time
 import uuid
 import zlib
-from typing import Any, Callable, Iterator, Mapping, Optional, Union
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sized, Union
 
 import torch
 
@@ -38,6 +40,7 @@ from engine.byte_model import actual_bytes, element_size, min_bytes
 from engine.ceiling import Ceiling, measure_copy
 from engine.models import Case, ResultRow, RunFile, RunHeader, Sweep
 from engine.profile import profile_workload
+from engine.rows import error_row, finite as _finite, short as _short  # noqa: F401  (error_row: public here)
 from engine.summary import summarize
 from engine.timing import (
     EPS,
@@ -51,7 +54,6 @@ from engine.verify import Verdict, verify
 from kernels.registry import Implementation, Registry, default_registry
 
 TORCH_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
-MAX_REASON = 600
 
 
 def _validated(sweep: Union[Sweep, Mapping[str, Any]], registry: Registry) -> Sweep:
@@ -81,11 +83,6 @@ def plan(sweep: Union[Sweep, Mapping[str, Any]], registry: Optional[Registry] = 
     ]
 
 
-def _short(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}".strip()
-    return text if len(text) <= MAX_REASON else text[: MAX_REASON - 1] + "…"
-
-
 class _Outcome:
     """What `DeviceBench._measure` found, kept even when a later step raises."""
 
@@ -95,11 +92,6 @@ class _Outcome:
         self.profile: Optional[dict] = None
         self.profile_error: Optional[str] = None
         self.stage = "input allocation"
-
-
-def _finite(value: float) -> Optional[float]:
-    """JSON has no inf: an output with NaN/Inf has no finite error (the reason says so)."""
-    return value if value == value and value not in (float("inf"), float("-inf")) else None
 
 
 class DeviceBench:
@@ -308,25 +300,33 @@ def iter_run(
     device: Optional[str] = "auto",
     run_id: Optional[str] = None,
     cancel: Any = None,
-    on_progress: Optional[Callable[[int, int, ResultRow], None]] = None,
+    on_progress: Optional[Callable[[int, Optional[int], ResultRow], None]] = None,
     registry: Optional[Registry] = None,
     bench: Optional[DeviceBench] = None,
     ceiling_bytes: Optional[int] = None,
+    cases: Optional[Iterable[Case]] = None,
+    implementations: Optional[list[str]] = None,
 ) -> Iterator[Union[RunHeader, ResultRow]]:
     """Yield the run header (with the measured ceiling), then one row per case, as each is measured.
 
     ``device``: ``"auto"``/None defers to ``sweep.device``. ``cancel``: anything with ``is_set()`` (a
     ``threading.Event``), checked between cases; when set, the generator stops (no more rows).
-    ``on_progress(done, total, row)`` is called after each row."""
+    ``on_progress(done, total, row)`` is called after each row (``total`` is None for an unsized ``cases``).
+    ``cases``: the cases to measure, in order (default: ``plan(sweep)``); any iterable, drawn one at a time
+    after the previous row was yielded, so a caller may feed them lazily (the service's worker process does).
+    ``implementations``: the header's implementation list (default: those of the cases, else the sweep's)."""
     registry = default_registry() if registry is None else registry
     sweep = _validated(sweep, registry)
     run_id = run_id or new_run_id()
     spec = sweep.device if device in (None, "auto") else device
     bench = bench or DeviceBench(spec, ceiling_bytes=ceiling_bytes, registry=registry)
-    cases = plan(sweep, registry)
-    implementations = list(dict.fromkeys(case.impl for case in cases)) or resolve_implementations(sweep, registry)
-    yield bench.header(sweep, run_id, implementations)
-    total = len(cases)
+    if cases is None:
+        cases = plan(sweep, registry)
+    if implementations is None:
+        planned = list(dict.fromkeys(case.impl for case in cases)) if isinstance(cases, (list, tuple)) else []
+        implementations = planned or resolve_implementations(sweep, registry)
+    yield bench.header(sweep, run_id, list(implementations))
+    total = len(cases) if isinstance(cases, Sized) else None
     for done, case in enumerate(cases, start=1):
         if cancel is not None and cancel.is_set():
             return
@@ -350,5 +350,6 @@ def run_sweep(sweep: Union[Sweep, Mapping[str, Any]], **kwargs: Any) -> RunFile:
     items = list(iter_run(sweep, **kwargs))
     header, rows = items[0], items[1:]
     expected = len(plan(sweep, kwargs.get("registry")))
-    summary = summarize(rows, complete=len(rows) == expected, baseline=_validated(sweep, kwargs.get("registry") or default_registry()).baseline)
+    baseline = _validated(sweep, kwargs.get("registry") or default_registry()).baseline
+    summary = summarize(rows, complete=len(rows) == expected, baseline=baseline)
     return RunFile(run=header, rows=rows, summary=summary)

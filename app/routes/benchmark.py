@@ -14,10 +14,11 @@ from fastapi.responses import JSONResponse
 
 from app.auth import require_write_access
 from app.edge import json_body, read_model
-from app.jobs import QueueFull, UnknownDevice
+from app.queues import QueueFull, UnknownDevice
 from app.ndjson import MEDIA_TYPE, NdjsonResponse, finite, ndjson_line
 from app.schemas import BenchmarkRequest, ErrorBody, QueuedLine, RunDocument
 from app.state import Service, get_service
+from engine.models import Case, Sweep
 
 router = APIRouter(tags=["benchmark"])
 
@@ -37,13 +38,12 @@ def _validation_error(field: str, message: str, value=None) -> HTTPException:
                                                   "input": value}])
 
 
-def _plan(body: BenchmarkRequest) -> tuple[dict, list[dict]]:
+def _plan(body: BenchmarkRequest) -> tuple[Sweep, list[Case]]:
+    """The request, validated once (by `read_model`), as the engine's `Sweep` and its planned cases."""
     from engine.runner import plan
-    from engine.models import Sweep
 
-    sweep = Sweep.model_validate(body.sweep())
-    cases = [case.model_dump(mode="json") for case in plan(sweep)]
-    return sweep.model_dump(mode="json"), cases
+    sweep = body.engine_sweep()
+    return sweep, plan(sweep)
 
 
 @router.post(
@@ -68,7 +68,7 @@ async def benchmark(
     """Run a sweep (every implementation × pass × dtype × M × N) on one device, or split over all of them.
     The body is a `BenchmarkRequest`, validated strictly and off the event loop."""
     body: BenchmarkRequest = await read_model(request, BenchmarkRequest)
-    worker_sweep, cases = _plan(body)
+    sweep, cases = _plan(body)
     if not cases:
         raise _validation_error("implementations", "the sweep has no case to run (no implementation available here)",
                                 body.implementations)
@@ -82,8 +82,7 @@ async def benchmark(
             pass
 
     try:
-        job = service.scheduler.submit(body.model_dump(mode="json"), worker_sweep, cases, device=body.device,
-                                       split=body.split, listener=listener)
+        job = service.scheduler.submit(body, sweep, cases, listener=listener)
     except UnknownDevice as exc:
         raise _validation_error("device", str(exc), body.device) from None
     except QueueFull as exc:

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
 from app.auth import request_exposed
-
 from app.schemas import Health
+from app.settings import Settings, get_settings
 from app.state import Service, get_service
 from engine.device import package_version
 
@@ -29,9 +29,9 @@ def _triton_native() -> bool:
         return False
 
 
-def self_check_state(service: Service, devices: list[dict]) -> dict | None:
+def self_check_state(settings: Settings, devices: list[dict]) -> dict | None:
     """With RMSNORM_SELF_CHECK=gpu: ``{"ok": true|false|null (pending), "detail"}`` over every worker."""
-    if service.settings.self_check != "gpu":
+    if settings.self_check != "gpu":
         return None
     results = [d.get("self_check") for d in devices]
     failed = [f"{d['label']}: {r['detail']}" for d, r in zip(devices, results) if r is not None and not r["ok"]]
@@ -46,7 +46,8 @@ def self_check_state(service: Service, devices: list[dict]) -> dict | None:
 
 @router.get("/api/health", response_model=Health, responses={
     503: {"model": Health, "description": "RMSNORM_SELF_CHECK=gpu and a worker's GPU self-check failed"}})
-def health(service: Service = Depends(get_service), exposed: bool = Depends(request_exposed)):
+def health(service: Service = Depends(get_service), settings: Settings = Depends(get_settings),
+           exposed: bool = Depends(request_exposed)):
     devices = service.scheduler.status()
     gpus = [d for d in devices if d["label"].startswith("cuda:")]
     cpu_only = not gpus
@@ -58,7 +59,7 @@ def health(service: Service = Depends(get_service), exposed: bool = Depends(requ
     else:
         names = sorted({d["name"] for d in gpus})
         message = f"{len(gpus)} GPU worker(s): {', '.join(names)}; one job at a time per GPU"
-    checked = self_check_state(service, devices)
+    checked = self_check_state(settings, devices)
     document = Health(
         version=package_version(),
         device="cpu" if cpu_only else gpus[0]["name"],
@@ -66,8 +67,8 @@ def health(service: Service = Depends(get_service), exposed: bool = Depends(requ
         triton_native=_triton_native(),
         ceiling_GBps=first.get("ceiling_GBps"),
         gpus=devices,
-        max_queue=service.settings.max_queue,
-        token_required=exposed and not service.settings.allow_no_token,
+        max_queue=settings.max_queue,
+        token_required=exposed and not settings.allow_no_token,
         message=message,
         self_check=checked,
     )

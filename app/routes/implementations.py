@@ -2,47 +2,32 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Optional
 
 from fastapi import APIRouter, Depends, Query
 
 from app.state import Service, get_service
-from engine.models import MAX_M, MAX_N, default_registry
-from kernels.registry import describe_all
+from engine.catalog import DEFAULT_SM_COUNT, launch_grids, list_implementations
+from engine.models import MAX_M, MAX_N
 
 router = APIRouter(tags=["implementations"])
-log = logging.getLogger("rmsnorm.routes")
-
-DEFAULT_SM_COUNT = 132
-"""An H100/H200's SM count, used when no GPU worker has reported its own."""
 
 
 @router.get("/api/implementations")
 def implementations() -> list[dict[str, Any]]:
     """Every registered implementation: name, passes, deterministic, family, description, available + reason, source."""
-    return describe_all(default_registry())
+    return list_implementations()
 
 
 @router.get("/api/launch")
 def launch(
     M: int = Query(..., ge=1, le=MAX_M, description="rows"),
     N: int = Query(..., ge=1, le=MAX_N, description="row length"),
-    sm_count: Optional[int] = Query(None, ge=1, le=100_000, description="SMs; default: the first GPU's, else 132"),
+    sm_count: Optional[int] = Query(None, ge=1, le=100_000,
+                                    description=f"SMs; default: the first GPU's, else {DEFAULT_SM_COUNT}"),
     service: Service = Depends(get_service),
 ) -> dict[str, Optional[dict[str, Any]]]:
     """``{implementation: launch grid or null}``: the grid each kernel would launch for an [M, N] input."""
     if sm_count is None:
-        sm_count = next((w.info.get("sm_count") for w in service.scheduler.workers.values()
-                         if w.kind == "cuda" and w.info and w.info.get("sm_count")), None) or DEFAULT_SM_COUNT
-    out: dict[str, Optional[dict[str, Any]]] = {}
-    for impl in default_registry():
-        if impl.launch is None:
-            out[impl.name] = None
-            continue
-        try:
-            out[impl.name] = dict(impl.launch(M, N, sm_count))
-        except Exception as exc:  # one plugin's bad launch function must not hide the others
-            log.warning("launch(%s, %s, %s) of %s failed: %s", M, N, sm_count, impl.name, exc)
-            out[impl.name] = None
-    return out
+        sm_count = service.scheduler.gpu_sm_count() or DEFAULT_SM_COUNT
+    return launch_grids(M, N, sm_count)

@@ -100,6 +100,25 @@ def test_one_document_run_has_header_rows_and_summary(finished_run, settings):
     assert (summary["rows"], summary["ok"], summary["error"], summary["complete"]) == (8, 8, 0, True)
 
 
+def test_the_sweeps_verify_profile_and_baseline_reach_the_worker(client, finished_run):
+    """The worker runs the engine's own path: what the sweep says about checking, profiling and the summary's
+    baseline holds in the service exactly as in the CLI."""
+    assert all(r["verified"] is True for r in finished_run["rows"])  # verify defaults on
+    assert finished_run["summary"]["speedup"]["baseline"] == "torch-native"
+    body = {**TINY_SWEEP, "passes": ["fwd"], "M": [32], "verify": False, "profile": True, "baseline": "eager"}
+    document = client.post("/benchmark?stream=false", json=body).json()
+    rows = document["rows"]
+    assert len(rows) == 2 and all(r["status"] == "ok" for r in rows), rows
+    assert all(r["verified"] is None and r["max_rel_err"] is None for r in rows)  # not checked
+    assert all(r["profile"] is not None or r.get("profile_error") for r in rows)  # profiled (or why not)
+    assert any(r["profile"] and r["profile"]["kernels"] for r in rows)
+    speedup = document["summary"]["speedup"]
+    assert speedup["baseline"] == "eager"
+    assert speedup["by_shape"]["fwd/bfloat16/32x128"]["eager"] == 1.0
+    assert document["run"]["sweep"]["verify"] is False and document["run"]["sweep"]["baseline"] == "eager"
+    assert document["run"]["sweep"]["split"] is False and document["run"]["sweep"]["device"] == "auto"
+
+
 def test_stream_lines_in_order(client):
     with client.stream("POST", "/benchmark", json=TINY_SWEEP) as response:
         assert response.status_code == 200

@@ -16,7 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from app.settings import Settings
+from app.settings import Settings, write_refusal
 from service_harness import REPO
 
 LOOPBACK = "http://127.0.0.1"
@@ -82,7 +82,7 @@ def test_token_is_compared_in_constant_time(monkeypatch, tmp_path):
     real = hmac.compare_digest
     monkeypatch.setattr(hmac, "compare_digest", lambda a, b: calls.append((a, b)) or real(a, b))
     settings = Settings.from_env(data_dir=tmp_path, host="0.0.0.0", api_token="tok", results_dir="")
-    assert settings.write_refusal("tok") is None and settings.write_refusal("tok2")[0] == 403
+    assert write_refusal(settings, "tok") is None and write_refusal(settings, "tok2")[0] == 403
     assert calls == [(b"tok", b"tok"), (b"tok2", b"tok")]
 
 
@@ -133,7 +133,7 @@ def test_no_silent_coercion(client, change):
 
 
 def test_schema_valid_sweep_is_accepted(client):
-    from app.jobs import QueueFull
+    from app.queues import QueueFull
 
     def refuse(*args, **kwargs):
         raise QueueFull("nothing is measured here")
@@ -181,7 +181,7 @@ def test_csv_cells_that_are_formulas_are_escaped(client):
 
 def test_deleting_a_running_run_is_409(client):
     scheduler = client.app.state.service.scheduler
-    scheduler._live.add("busy-run")
+    scheduler.books.live.add("busy-run")
     response = client.delete("/api/runs/busy-run")
     assert response.status_code == 409 and "cancel it first" in response.json()["detail"]
 

@@ -33,7 +33,7 @@ def test_no_server_error(case):
 
 def _refuse_everything(*args, **kwargs):
     """Stands in for the scheduler here: a generated body that passes validation is answered 429, never run."""
-    from app.jobs import QueueFull
+    from app.queues import QueueFull
 
     raise QueueFull("schemathesis run: nothing is measured here")
 

@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from app.settings import Settings
+from app.settings import Settings, write_refusal
 
 INVALID_SWEEP = {"implementations": ["eager"], "M": [0]}  # reaches validation only once authorised
 GOOD_TOKEN = "s3cret-token"
@@ -69,9 +69,9 @@ def test_environment_sets_the_rule(tmp_path, monkeypatch):
     monkeypatch.setenv("RMSNORM_HOST", "0.0.0.0")
     settings = Settings.from_env()
     assert settings.exposed and settings.api_token == GOOD_TOKEN
-    assert settings.write_refusal(None)[0] == 401
-    assert settings.write_refusal(GOOD_TOKEN) is None
+    assert write_refusal(settings, None)[0] == 401
+    assert write_refusal(settings, GOOD_TOKEN) is None
     monkeypatch.delenv("RMSNORM_API_TOKEN")
-    assert Settings.from_env().write_refusal(None)[0] == 403
+    assert write_refusal(Settings.from_env(), None)[0] == 403
     monkeypatch.setenv("RMSNORM_ALLOW_NO_TOKEN", "1")
-    assert Settings.from_env().write_refusal(None) is None
+    assert write_refusal(Settings.from_env(), None) is None

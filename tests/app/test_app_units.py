@@ -1,4 +1,5 @@
-"""Unit tests of app.ndjson (lines, finite numbers) and app.auth (token sources, the write rule's answers)."""
+"""Unit tests of app.ndjson (lines, finite numbers, the streaming response and its disconnect) and app.auth (token
+sources, the write rule's answers, the write-access dependency)."""
 
 from __future__ import annotations
 
@@ -43,3 +44,95 @@ def test_write_rule(tmp_path):
     assert write_refusal(guarded, "nope", exposed=True)[0] == 403
     lax = Settings.from_env(data_dir=tmp_path, results_dir="", allow_no_token=True)
     assert write_refusal(lax, None, exposed=True, host_header="127.0.0.1") is None
+
+
+def _write_request(headers: dict, server=("127.0.0.1", 8000)) -> Request:
+    return Request({"type": "http", "method": "POST", "path": "/benchmark", "server": server, "headers":
+                    [(k.lower().encode(), v.encode()) for k, v in headers.items()]})
+
+
+def test_require_write_access_answers_with_the_rule(tmp_path):
+    from fastapi import HTTPException
+
+    from app.auth import request_exposed, require_write_access
+
+    guarded = Settings.from_env(data_dir=tmp_path, results_dir="", api_token="s3cret")
+    with pytest.raises(HTTPException) as missing:
+        require_write_access(_write_request({"host": "127.0.0.1"}), guarded, exposed=True)
+    assert missing.value.status_code == 401 and missing.value.headers == {"WWW-Authenticate": "Bearer"}
+    with pytest.raises(HTTPException) as wrong:
+        require_write_access(_write_request({"authorization": "Bearer nope"}), guarded, exposed=True)
+    assert wrong.value.status_code == 403 and wrong.value.headers is None
+    assert require_write_access(_write_request({"x-api-token": "s3cret"}), guarded, exposed=True) is None
+    local = Settings.from_env(data_dir=tmp_path, results_dir="")
+    assert require_write_access(_write_request({"host": "localhost:8000"}), local, exposed=False) is None
+    with pytest.raises(HTTPException) as rebound:
+        require_write_access(_write_request({"host": "attacker.example"}), local, exposed=False)
+    assert rebound.value.status_code == 403 and "attacker.example" in rebound.value.detail
+    # the settings declare it exposed (RMSNORM_EXPOSED), or the request came in on a non-loopback address
+    assert request_exposed(_write_request({}), Settings.from_env(data_dir=tmp_path, results_dir="", exposed=True))
+    assert request_exposed(_write_request({}, server=("10.1.2.3", 8000)), local)
+
+
+def _serve(response, disconnect_after_lines: int | None):
+    """Run an ASGI response against a fake client; returns (messages sent, whether the body's finally ran)."""
+    import anyio
+
+    sent: list[dict] = []
+
+    async def main():
+        lines_seen = anyio.Event()
+
+        async def send(message):
+            sent.append(message)
+            body_lines = sum(m.get("body", b"").count(b"\n") for m in sent if m["type"] == "http.response.body")
+            if disconnect_after_lines is not None and body_lines >= disconnect_after_lines:
+                lines_seen.set()
+
+        async def receive():
+            if disconnect_after_lines is None:
+                await anyio.sleep_forever()
+            await lines_seen.wait()
+            return {"type": "http.disconnect"}
+
+        with anyio.fail_after(10):
+            await response({"type": "http", "asgi": {"spec_version": "2.4"}}, receive, send)
+
+    anyio.run(main)
+    return sent
+
+
+def test_ndjson_response_streams_lines_and_stops_when_the_client_goes():
+    from app.ndjson import MEDIA_TYPE, NdjsonResponse
+
+    state = {"finally": False}
+
+    async def endless():
+        try:
+            n = 0
+            while True:
+                yield ndjson_line({"type": "row", "n": n})
+                n += 1
+                import anyio
+
+                await anyio.sleep(0.01)
+        finally:
+            state["finally"] = True
+
+    sent = _serve(NdjsonResponse(endless(), headers={"X-Run-Id": "r-1"}), disconnect_after_lines=3)
+    start = sent[0]
+    headers = dict((k.decode(), v.decode()) for k, v in start["headers"])
+    assert start["status"] == 200 and headers["content-type"].startswith(MEDIA_TYPE)
+    assert headers["x-run-id"] == "r-1" and headers["cache-control"] == "no-cache"
+    body = b"".join(m.get("body", b"") for m in sent[1:])
+    assert [json.loads(line)["n"] for line in body.splitlines()][:3] == [0, 1, 2]
+    assert state["finally"] is True  # the body iterator was cancelled (the route's finally cancels the job)
+
+    async def three():
+        for n in range(3):
+            yield ndjson_line({"n": n, "x": float("nan")})
+
+    finished = _serve(NdjsonResponse(three()), disconnect_after_lines=None)
+    lines = b"".join(m.get("body", b"") for m in finished[1:]).splitlines()
+    assert [json.loads(line) for line in lines] == [{"n": n, "x": None} for n in range(3)]
+    assert finished[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
