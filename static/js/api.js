@@ -55,6 +55,7 @@ async function json(url, options = {}) {
 
 export const getHealth = () => json("api/health");
 export const getImplementations = () => json("api/implementations");
+export const getPresets = () => json("api/presets");
 export const getRuns = () => json("api/runs");
 export const getRun = (id) => json(`api/runs/${encodeURIComponent(id)}`);
 export const runJsonUrl = (id) => `api/runs/${encodeURIComponent(id)}.json`;

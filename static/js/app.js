@@ -1,6 +1,7 @@
 // Wires the page together: health banner, run panel → charts (live), history → charts + dock.
 
-import { getHealth, getImplementations, setToken } from "./api.js";
+import { getHealth, getImplementations, getPresets, setToken } from "./api.js";
+import { setPresets } from "./model_names.js";
 import { Charts } from "./charts.js";
 import { assignColors } from "./palette.js";
 import { Dock } from "./dock.js";
@@ -65,7 +66,7 @@ async function main() {
   let live = null; // the run document being streamed, for the dock once it is complete
   const panel = new RunPanel(
     {
-      form: $("#sweep-form"), impls: $("#impl-list"), mList: $("#m-list"), nList: $("#n-list"), reps: $("#reps"),
+      form: $("#sweep-form"), preset: $("#preset"), impls: $("#impl-list"), mList: $("#m-list"), nList: $("#n-list"), reps: $("#reps"),
       device: $("#device"), split: $("#split"), token: $("#token"), tokenField: $("#token-field"),
       interpreter: $("#interpreter"), interpreterField: $("#interpreter-field"), start: $("#start"), cancel: $("#cancel"), plan: $("#plan-line"),
       progress: $("#run-progress"), progressText: $("#progress-text"), status: $("#run-status"), error: $("#run-error"),
@@ -124,6 +125,13 @@ async function main() {
     dock.setImplementations(impls);
   } catch (err) {
     $("#impl-list").textContent = `Could not read the implementations: ${err.message}`;
+  }
+  try {
+    const presets = await getPresets(); // model names under the N ticks, and the run panel's presets
+    setPresets(presets);
+    panel.setPresets(presets);
+  } catch (err) {
+    panel.setPresets([]);
   }
   await history.refresh();
   // dashA: the runs the URL names, else the newest stored GPU run; then the URL's view, filters, baseline.

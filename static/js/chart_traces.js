@@ -5,6 +5,7 @@
 // time ("CPU-bound here"); the copy-ceiling line per run.
 
 import { colorFor, symbolFor } from "./palette.js";
+import { modelNames } from "./model_names.js";
 
 export const VIEWS = {
   GBps: { title: "effective bandwidth (GB/s)", y: (r) => r.GBps },
@@ -87,6 +88,8 @@ function note(r, isBest) {
   if (r.verified === false && r.status !== "wrong") out.push("failed verification");
   else if (r.verified == null && r.status === "ok") out.push("not verified");
   if (isBest) out.push("★ best at this shape");
+  const models = modelNames(r.N);
+  if (models.length) out.push(`models with N = ${r.N}: ${esc(models.join(", "))}`);
   return out.length ? `<br>${out.join("<br>")}` : "";
 }
 

@@ -11,6 +11,7 @@ import { chartTheme, themedLayout, onSchemeChange } from "./chart_theme.js";
 import { drawProfile, pickShape, profiledRows } from "./chart_profile.js";
 import { currentScheme } from "./palette.js";
 import { chartNotes, sourceLabel, powersOfTwo, tickText } from "./chart_labels.js";
+import { modelNames, nTicks, tickLabels } from "./model_names.js";
 
 export { sourceLabel };
 
@@ -243,7 +244,8 @@ export class Charts {
       const width = el.clientWidth || 600;
       this._widths.set(el, width);
       const legendPx = data.length ? this._legendPx.get(`${pass}|${width}|${data.length}`) ?? this._guessLegendPx(data, width) : 0;
-      const ticks = xs.length ? powersOfTwo(Math.min(...xs), Math.max(...xs)) : [256, 1024, 4096, 16384];
+      const ticks = nTicks(xs, xs.length ? powersOfTwo(Math.min(...xs), Math.max(...xs)) : [256, 1024, 4096, 16384]);
+      const named = ticks.some((t) => modelNames(t).length) ? 78 : 0; // slanted ticks with a model name
       // A ceiling far above every point (small CPU shapes) would flatten them: keep the points
       // readable and say where the ceiling is.
       const ys = traces.flatMap((t) => t.y.map((y, i) => y + (t.error_y.array[i] || 0))).filter(Number.isFinite);
@@ -266,9 +268,9 @@ export class Charts {
       else Object.assign(yaxis, { type: "linear", rangemode: "tozero", ...(offScale ? { range: [0, top * 1.15], autorange: false } : { autorange: true }) });
       const layout = themedLayout(theme, {
         title: { text: title.text, font: { size: 14 }, x: 0.01, xanchor: "left", yref: "container", y: 1, yanchor: "top", pad: { t: padTop } },
-        margin: { l: 60, r: 16, t: topPx, b: BOTTOM_PX + legendPx },
-        height: PLOT_PX + BOTTOM_PX + legendPx + topPx - 48,
-        xaxis: { title: { text: "N (hidden size, log₂ axis)" }, type: "log", tickvals: ticks, ticktext: ticks.map(tickText), zeroline: false },
+        margin: { l: 60, r: 16, t: topPx, b: BOTTOM_PX + named + legendPx },
+        height: PLOT_PX + BOTTOM_PX + named + legendPx + topPx - 48,
+        xaxis: { title: { text: "N (hidden size, log₂ axis)" }, type: "log", tickvals: ticks, ticktext: tickLabels(ticks, tickText, (width - 76) / Math.max(1, Math.log2(ticks[ticks.length - 1] / ticks[0]))), tickangle: named ? -40 : "auto", tickfont: { size: named ? 10 : 12 }, zeroline: false },
         yaxis,
         showlegend: data.length > 0,
         legend: { orientation: "h", xref: "container", x: 0, xanchor: "left", yref: "container", y: 0, yanchor: "bottom", maxheight: 5000, font: { size: 11 } },
@@ -282,7 +284,7 @@ export class Charts {
       const need = drawn ? Math.ceil(drawn.getBBox().height) + LEGEND_GAP_PX : 0;
       this._legendPx.set(`${pass}|${width}|${data.length}`, need);
       if (data.length && Math.abs(need - legendPx) > 1) {
-        Plotly.relayout(el, { "margin.b": BOTTOM_PX + need, height: PLOT_PX + BOTTOM_PX + need + topPx - 48 });
+        Plotly.relayout(el, { "margin.b": BOTTOM_PX + named + need, height: PLOT_PX + BOTTOM_PX + named + need + topPx - 48 });
       }
       untab(el);
       const measured = traces.filter((t) => t.meta.kind === "measured");

@@ -52,6 +52,25 @@ export class RunPanel {
     this.els.interpreterField.hidden = !health || health.triton_native !== false;
   }
 
+  // The named shape presets (GET /api/presets): choosing one fills M and N from it; editing them makes it custom.
+  setPresets(presets) {
+    const sel = this.els.preset;
+    if (!sel) return;
+    this.presets = new Map((presets ?? []).map((p) => [p.name, p]));
+    sel.replaceChildren(new Option("custom: the M and N below", ""));
+    for (const p of this.presets.values()) sel.append(new Option(`${p.name}: ${p.description}`, p.name));
+    sel.addEventListener("change", () => {
+      const p = this.presets.get(sel.value);
+      if (!p) return;
+      this.els.mList.value = p.M.join(", ");
+      this.els.nList.value = p.N.join(", ");
+      this._showPlan();
+    });
+    for (const el of [this.els.mList, this.els.nList]) {
+      el.addEventListener("input", () => { sel.value = ""; });
+    }
+  }
+
   setImplementations(impls) {
     const box = this.els.impls;
     box.replaceChildren();
