@@ -94,6 +94,28 @@ def test_big_body_is_413_before_parsing(client):
     assert response.status_code == 413 and "1048576 bytes" in response.json()["detail"]
 
 
+def test_announced_big_body_is_refused_unread():
+    """A Content-Length over the cap is answered 413 before a byte of the body is received."""
+    from app.edge import BodyLimit
+
+    received, sent = [], []
+
+    async def receive():
+        received.append(1)
+        return {"type": "http.request", "body": b"x" * 1024, "more_body": True}
+
+    async def send(message):
+        sent.append(message)
+
+    async def app(scope, receive, send):
+        raise AssertionError("the app was reached")
+
+    scope = {"type": "http", "method": "POST", "path": "/benchmark",
+             "headers": [(b"content-length", str(20 << 20).encode())]}
+    asyncio.run(BodyLimit(app, limit=1 << 20, import_limit=16 << 20)(scope, receive, send))
+    assert received == [] and sent[0]["status"] == 413
+
+
 def test_import_cap_is_configurable(tmp_path):
     client = TestClient(make_app(tmp_path, max_import_bytes=4096), base_url=LOOPBACK)
     response = client.post("/api/runs/import", json=a_run())
