@@ -163,10 +163,18 @@ class BodyError(Exception):
         super().__init__(errors[0]["msg"])
 
 
+def _json_number(text: str) -> int | float:
+    """A JSON number written with a fraction or exponent: ``8.0`` and ``1e3`` have integer values, so they are ints
+    (JSON Schema's "integer" admits them; an int is a valid float too); ``0.5`` stays a float. Strings and booleans
+    are never numbers here (strict validation)."""
+    value = float(text)
+    return int(value) if value.is_integer() else value
+
+
 def parse_json(body: bytes) -> Any:
     """Parse a JSON body; raises `BodyError` (422: not JSON, or a non-finite number naming the field)."""
     try:
-        value = json.loads(body)
+        value = json.loads(body, parse_float=_json_number)
     except (ValueError, RecursionError) as exc:
         raise BodyError(422, [{"type": "json_invalid", "loc": ["body"], "input": None,
                                "msg": f"the body is not valid JSON: {str(exc)[:200]}"}]) from None

@@ -168,10 +168,35 @@ def install_openapi(app: FastAPI) -> None:
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         for name, definition in defs.get("$defs", {}).items():
             components.setdefault(name, definition)
+        name_this_servers_values(components["BenchmarkRequest"]["properties"], app.state.service.labels)
+        for operation in (op for path in schema["paths"].values() for op in path.values()):
+            if "requestBody" in operation:  # BodyLimit: a Content-Length that is not a number
+                operation["responses"].setdefault("400", {"description": "a malformed request (Content-Length)",
+                                                          "content": {"application/json": {"schema": {
+                                                              "$ref": "#/components/schemas/ErrorBody"}}}})
         app.openapi_schema = schema
         return schema
 
     app.openapi = openapi
+
+
+def name_this_servers_values(sweep: dict, labels: list[str]) -> None:
+    """The sweep fields whose valid values depend on this server, as enums in its schema (so a schema-valid body is
+    one this server accepts): the registry's implementations, the dtype spellings, the presets, its devices."""
+    from engine.catalog import list_implementations
+    from engine.models import DTYPE_ALIASES
+    from engine.presets import preset_names
+
+    names = [impl["name"] for impl in list_implementations()]
+    kinds = sorted({label.partition(":")[0] for label in labels})
+    for option in sweep["implementations"].get("anyOf", [sweep["implementations"]]):
+        if option.get("type") == "array":
+            option["items"]["enum"] = names
+    sweep["dtypes"]["items"]["enum"] = sorted(DTYPE_ALIASES)
+    for option in sweep["preset"].get("anyOf", [sweep["preset"]]):
+        if option.get("type") == "string":
+            option["enum"] = preset_names()
+    sweep["device"]["enum"] = ["auto", *kinds, *labels]
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: str | Path | None = None,

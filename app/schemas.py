@@ -13,9 +13,10 @@ from engine.models import DEVICE_RE, ResultRow, RunFile, RunHeader, Sweep
 
 FAKE_CPU_DEVICE = re.compile(r"^cpu:\d{1,3}$")
 """The one spelling the service adds to the engine's (`kernels.limits.DEVICE_RE`): a fake CPU device's label."""
-RUN_ID_REGEX = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,199}$"
+RUN_ID_REGEX = r"^(?!import$)(?!.*\.(?:csv|json)$)[A-Za-z0-9][A-Za-z0-9_.:\-]{0,199}$"
 RUN_ID_PATTERN = re.compile(RUN_ID_REGEX)
-"""A run id /api/runs/{id} can address: starts with a letter or digit (so never \".\" or \"..\")."""
+"""A run id /api/runs/{id} can address: starts with a letter or digit (so never \".\" or \"..\"), is not
+\"import\" and does not end in .csv/.json (those URLs are other operations')."""
 
 
 class BenchmarkRequest(Sweep):
@@ -135,9 +136,9 @@ class RunFileUpload(RunFile):
     @classmethod
     def _addressable_run_id(cls, run: RunHeader) -> RunHeader:
         run_id = run.run_id
-        if not RUN_ID_PATTERN.match(run_id) or run_id.endswith((".csv", ".json")):
+        if not RUN_ID_PATTERN.match(run_id):
             raise ValueError(f"run.run_id must be 1-200 letters, digits, '-', '_', '.' or ':', start with a letter or "
-                             "digit and not end in .csv/.json"
+                             "digit, not be 'import' and not end in .csv/.json"
                              f" so that /api/runs/{{id}} can address it, got {run_id!r}")
         return run
 

@@ -2,18 +2,48 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
+from pydantic import AfterValidator
+from starlette.convertors import Convertor, register_url_convertor
 
 from app.auth import require_write_access
 from app.edge import json_body, read_model
 from app.ndjson import finite
-from app.schemas import RUN_ID_REGEX, Deleted, ErrorBody, ImportResult, RunDocument, RunFileUpload, RunListing
+from app.schemas import RUN_ID_PATTERN, RUN_ID_REGEX, Deleted, ErrorBody, ImportResult, RunDocument, RunFileUpload, RunListing
 from app.state import Service, get_service
 
 router = APIRouter(tags=["runs"])
 
-RUN_ID = Path(..., min_length=1, max_length=200, pattern=RUN_ID_REGEX, description="the run id")
+
+class RunIdConvertor(Convertor):
+    """``{run_id:run_id}``: a path segment that is not ``import`` and does not end in .csv/.json, so that
+    ``/api/runs/x.csv`` and ``/api/runs/import`` belong to their own operations only (their 405s name only those
+    operations' methods in ``Allow``); the id's full pattern is checked after routing (422)."""
+
+    regex = r"(?!import$)(?![^/]*\.(?:csv|json)$)[^/]+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("run_id", RunIdConvertor())
+
+def _addressable(run_id: str) -> str:
+    if not RUN_ID_PATTERN.match(run_id):
+        raise ValueError("a run id is 1-200 letters, digits, '-', '_', '.' or ':', starts with a letter or digit, is "
+                         "not 'import' and does not end in .csv/.json")
+    return run_id
+
+
+# the pattern uses look-aheads, which pydantic's own regex engine lacks: the schema shows it, Python's re checks it
+RunId = Annotated[str, Path(min_length=1, max_length=200, json_schema_extra={"pattern": RUN_ID_REGEX},
+                            description="the run id"), AfterValidator(_addressable)]
 NOT_FOUND = {404: {"model": ErrorBody, "description": "no run with this id"}}
 WRITE_REFUSED = {401: {"model": ErrorBody}, 403: {"model": ErrorBody}}
 
@@ -33,7 +63,7 @@ def list_runs(service: Service = Depends(get_service)) -> list[dict]:
 
 @router.get("/api/runs/{run_id}.csv", response_class=Response, responses={
     200: {"content": {"text/csv": {}}, "description": "one line per row; nested fields flattened"}, **NOT_FOUND})
-def run_csv(run_id: str = RUN_ID, service: Service = Depends(get_service)) -> Response:
+def run_csv(run_id: RunId, service: Service = Depends(get_service)) -> Response:
     text = service.store.export_csv(run_id)
     if text is None:
         raise HTTPException(status_code=404, detail=f"no run with id {run_id!r}")
@@ -42,23 +72,23 @@ def run_csv(run_id: str = RUN_ID, service: Service = Depends(get_service)) -> Re
 
 
 @router.get("/api/runs/{run_id}.json", response_model=RunDocument, responses=NOT_FOUND)
-def run_json_download(run_id: str = RUN_ID, service: Service = Depends(get_service)) -> JSONResponse:
+def run_json_download(run_id: RunId, service: Service = Depends(get_service)) -> JSONResponse:
     """The run as a result file, offered as a download (the same document as `GET /api/runs/{id}`)."""
     document = _run_or_404(service, run_id)
     return JSONResponse(finite(document),
                         headers={"Content-Disposition": f'attachment; filename="{_file_stem(run_id)}.json"'})
 
 
-@router.get("/api/runs/{run_id}", response_model=RunDocument, responses=NOT_FOUND)
-def get_run(run_id: str = RUN_ID, service: Service = Depends(get_service)) -> JSONResponse:
+@router.get("/api/runs/{run_id:run_id}", response_model=RunDocument, responses=NOT_FOUND)
+def get_run(run_id: RunId, service: Service = Depends(get_service)) -> JSONResponse:
     """The run as a result file: ``{"run": header, "rows": [...], "summary": {...}}``."""
     return JSONResponse(finite(_run_or_404(service, run_id)))
 
 
-@router.delete("/api/runs/{run_id}", response_model=Deleted, dependencies=[Depends(require_write_access)],
+@router.delete("/api/runs/{run_id:run_id}", response_model=Deleted, dependencies=[Depends(require_write_access)],
                responses={**NOT_FOUND, **WRITE_REFUSED, 409: {"model": ErrorBody, "description":
                           "the run is being measured: cancel it first (close its stream)"}})
-def delete_run(run_id: str = RUN_ID, service: Service = Depends(get_service)) -> Deleted:
+def delete_run(run_id: RunId, service: Service = Depends(get_service)) -> Deleted:
     """Delete a stored run for good (a committed results/ file deleted here is not imported again at start)."""
     if service.scheduler.is_running(run_id):
         raise HTTPException(status_code=409, detail=f"run {run_id!r} is being measured; cancel it first (close its "

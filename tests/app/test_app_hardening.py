@@ -94,6 +94,28 @@ def test_big_body_is_413_before_parsing(client):
     assert response.status_code == 413 and "1048576 bytes" in response.json()["detail"]
 
 
+def test_announced_big_body_is_refused_unread():
+    """A Content-Length over the cap is answered 413 before a byte of the body is received."""
+    from app.edge import BodyLimit
+
+    received, sent = [], []
+
+    async def receive():
+        received.append(1)
+        return {"type": "http.request", "body": b"x" * 1024, "more_body": True}
+
+    async def send(message):
+        sent.append(message)
+
+    async def app(scope, receive, send):
+        raise AssertionError("the app was reached")
+
+    scope = {"type": "http", "method": "POST", "path": "/benchmark",
+             "headers": [(b"content-length", str(20 << 20).encode())]}
+    asyncio.run(BodyLimit(app, limit=1 << 20, import_limit=16 << 20)(scope, receive, send))
+    assert received == [] and sent[0]["status"] == 413
+
+
 def test_import_cap_is_configurable(tmp_path):
     client = TestClient(make_app(tmp_path, max_import_bytes=4096), base_url=LOOPBACK)
     response = client.post("/api/runs/import", json=a_run())
@@ -190,6 +212,28 @@ def test_405_names_every_method(client):
     response = client.put("/api/runs/some-run")
     assert response.status_code == 405
     assert set(response.headers["allow"].split(", ")) == {"GET", "HEAD", "DELETE"}
+    # /api/runs/x.csv and /api/runs/import are other operations: their Allow names only what the schema lists there
+    assert client.put("/api/runs/some-run.csv").headers["allow"] == "GET, HEAD"
+    assert client.delete("/api/runs/some-run.json").headers["allow"] == "GET, HEAD"
+    assert client.put("/api/runs/import").headers["allow"] == "POST"
+
+
+@pytest.mark.parametrize("run_id", ["import", "x.csv", "-x"])
+def test_run_ids_of_other_operations_are_refused(client, run_id):
+    assert client.post("/api/runs/import", json=a_run(run_id)).status_code == 422
+
+
+def test_integral_floats_are_integers_as_json_schema_says(client):
+    """JSON Schema's "integer" admits 8.0: a fuzzer's schema-valid body; 8.5 and "8" are still refused."""
+    from app.queues import QueueFull
+
+    client.app.state.service.scheduler.submit = lambda *a, **k: (_ for _ in ()).throw(QueueFull("full"))
+    body = b'{"implementations": ["eager"], "M": [8.0], "N": [6.4e1], "repetitions": 3.0}'
+    assert client.post("/benchmark", content=body, headers={"content-type": "application/json"}).status_code == 429
+    assert client.post("/benchmark", json={"repetitions": 8.5}).status_code == 422
+    run = a_run("float-1")
+    run["rows"][0]["M"] = float(run["rows"][0]["M"])
+    assert client.post("/api/runs/import", json=run).json()["imported"] is True
 
 
 def test_openapi_shows_limits_and_error_codes(client):
@@ -202,6 +246,12 @@ def test_openapi_shows_limits_and_error_codes(client):
     assert post["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/BenchmarkRequest")
     assert "409" in schema["paths"]["/api/runs/{run_id}"]["delete"]["responses"]
     assert "413" in schema["paths"]["/api/runs/import"]["post"]["responses"]
+    assert "400" in post["responses"] and "400" in schema["paths"]["/api/runs/import"]["post"]["responses"]
+    # the values this server accepts, so that a schema-valid sweep is a valid one here
+    assert sweep["dtypes"]["items"]["enum"] and "" not in sweep["dtypes"]["items"]["enum"]
+    assert "eager" in sweep["implementations"]["anyOf"][0]["items"]["enum"]
+    assert sweep["device"]["enum"] == ["auto", "cpu", "cpu:0"]
+    assert "import" in schema["paths"]["/api/runs/{run_id}"]["get"]["parameters"][0]["schema"]["pattern"]
 
 
 def test_deleted_committed_run_stays_deleted_after_restart(tmp_path):
