@@ -1,5 +1,6 @@
 """Which device a run measures, and the facts a result needs to be believed later: the device's name,
-SMs, memory and L2, the software versions, the git commit, the time.
+SMs, memory and L2, the software versions, the git commit, the time — gathered into the run header
+(`run_header`).
 
 On CPU the "SM count" is the number of logical cores and ``l2_bytes`` the last-level cache.
 """
@@ -15,11 +16,11 @@ import sys
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import torch
 
-from engine.models import DeviceInfo, RowDevice
+from engine.models import DeviceInfo, RowDevice, RunHeader
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 """The checkout (or editable install): git is asked here, the service finds static/, templates/, results/ here."""
@@ -201,6 +202,25 @@ def utc_now_iso() -> str:
 
 def host() -> str:
     return socket.gethostname()
+
+
+def run_header(info: DeviceInfo, run_id: str, sweep: dict[str, Any], ceiling: Any, ceiling_method: str) -> RunHeader:
+    """The header of a run on this device: the device, its measured copy ceiling (an `engine.ceiling.Ceiling`,
+    or None when it could not be measured: ``ceiling_method`` says why), the versions, the commit, the host, now,
+    and the sweep as run (``sweep``: the request, its implementation list resolved)."""
+    return RunHeader(
+        run_id=run_id,
+        created_at=utc_now_iso(),
+        device=info,
+        ceiling_GBps=ceiling.GBps if ceiling else None,
+        ceiling_method=ceiling_method,
+        ceiling_bytes=ceiling.nbytes if ceiling else None,
+        versions=versions(),
+        git_commit=git_commit(),
+        git_dirty=git_dirty(),
+        host=host(),
+        sweep=sweep,
+    )
 
 
 def use_triton_interpreter_without_gpu() -> bool:

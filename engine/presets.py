@@ -1,5 +1,5 @@
 """Named shape presets: the one source of truth for the engine, the API (``"preset"`` in a sweep,
-``GET /api/presets``), the CLI (``--preset``) and the run panel.
+``GET /api/presets``), and the CLI (``--preset``).
 
 ``models``: the hidden sizes of widely used models (the RMSNorm row width N), each with the models it stands
 for (``hidden_size`` of the models' published configurations), at M = 4096, 16384 and 65536 rows

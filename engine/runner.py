@@ -24,6 +24,7 @@ timed but its row is ``wrong`` (never ranked best). With ``profile: true`` the t
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import time
@@ -52,6 +53,7 @@ from engine.timing import (
 )
 from engine.verify import Verdict, verify
 from kernels.registry import Implementation, Registry, default_registry
+from kernels.triton_mode import INTERPRETER_SM_COUNT
 
 TORCH_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
@@ -126,11 +128,7 @@ class DeviceBench:
         return c.method if c is not None else f"not measured: {self._ceiling_error}"
 
     def _on_device(self):
-        if self.device.type == "cuda":
-            return torch.cuda.device(self.device)
-        import contextlib
-
-        return contextlib.nullcontext()
+        return torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext()
 
     def free_memory(self) -> int:
         return devices.free_memory_bytes(self.device)
@@ -230,13 +228,7 @@ class DeviceBench:
     def _launch_sm_count(self, impl: Implementation) -> int:
         """The SM count the kernel itself plans its grid with: the device's, except for Triton under the CPU
         interpreter, where the kernels pretend to be on a GPU (``kernels.triton_mode.INTERPRETER_SM_COUNT``)."""
-        if self.device.type == "cuda" or not impl.uses_triton:
-            return self.info.sm_count
-        try:
-            from kernels.triton_mode import INTERPRETER_SM_COUNT
-        except ImportError:
-            return self.info.sm_count
-        return INTERPRETER_SM_COUNT
+        return self.info.sm_count if self.device.type == "cuda" or not impl.uses_triton else INTERPRETER_SM_COUNT
 
     def _measure(self, impl: Implementation, case: Case, sets: int, flush_bytes: int, timing: str, repetitions: int,
                  warmup: int, check: bool, profile: bool, outcome: "_Outcome") -> None:
@@ -273,22 +265,10 @@ class DeviceBench:
 
     # -- the run header -----------------------------------------------------------------------------
     def header(self, sweep: Sweep, run_id: str, implementations: list[str]) -> RunHeader:
+        """This device's header of a run of ``sweep`` (engine.device.run_header), the ceiling measured first."""
         ceiling = self.ceiling()
-        request = sweep.model_dump()
-        request["implementations"] = implementations
-        return RunHeader(
-            run_id=run_id,
-            created_at=devices.utc_now_iso(),
-            device=self.info,
-            ceiling_GBps=ceiling.GBps if ceiling else None,
-            ceiling_method=self.ceiling_method,
-            ceiling_bytes=ceiling.nbytes if ceiling else None,
-            versions=devices.versions(),
-            git_commit=devices.git_commit(),
-            git_dirty=devices.git_dirty(),
-            host=devices.host(),
-            sweep=request,
-        )
+        request = {**sweep.model_dump(), "implementations": implementations}
+        return devices.run_header(self.info, run_id, request, ceiling, self.ceiling_method)
 
 
 def new_run_id() -> str:

@@ -115,7 +115,7 @@ def rmsnorm_fwd_rows_kernel(X, W, Y, RSTD, M, stride_x, stride_y, N, eps, SIZE_C
                             W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr, MASK0: tl.constexpr,
                             MASK1: tl.constexpr, MASK2: tl.constexpr):
     """ROWS rows per program (ROWS = 1: one row per program), each row as up to three power-of-two segments
-    (`kernels.widths.row_segments`), so no lane is spent on a padded block."""
+    (`kernels.segments.row_segments`), so no lane is spent on a padded block."""
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     x0 = load_segment(X, rows, M, N, stride_x, 0, W0, MASK0)
     squares = tl.sum(x0 * x0, axis=1)

@@ -1,2 +1,2 @@
-"""The front door: the ``rmsnorm-dash`` command line, above both halves of the project — the kernels and their
-benchmark engine (`kernels/`) and the web service (`app/`, imported only by ``rmsnorm-dash serve``)."""
+"""The front door: the ``rmsnorm-dash`` command line, above the rest of the project — the kernels (`kernels/`), their
+benchmark engine (`engine/`) and the web service (`app/`, imported only by ``rmsnorm-dash serve``)."""

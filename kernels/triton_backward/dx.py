@@ -1,5 +1,5 @@
 """The backward arithmetic every dγ strategy shares, on a tile of ROWS rows (ROWS = 1 for one row), each row
-held as up to three power-of-two segments (`kernels.widths.row_segments`: 5120 = 4096 + 1024, no padded
+held as up to three power-of-two segments (`kernels.segments.row_segments`: 5120 = 4096 + 1024, no padded
 8192-wide block):
 
     dx = rstd·(γ·dy) − x·rstd³·mean(γ·dy·x)        (per row)
