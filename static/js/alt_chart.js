@@ -2,6 +2,7 @@
 // dtype / M / run when those vary) over N on a log₂ axis, and a reference line (1× speedup, 0 % change).
 
 import { colorFor } from "./palette.js";
+import { drawSerial, untab } from "./chart_tools.js";
 
 const PASS_TITLES = { fwd: "Forward", bwd: "Backward (dx and dγ)" };
 const DASHES = ["solid", "dash", "dot", "dashdot", "longdash"];
@@ -60,14 +61,16 @@ export function drawPanel(el, pass, { groups, ref, refName, yTitle, empty }) {
     paper_bgcolor: "rgba(0,0,0,0)",
     annotations: traces.length ? [] : [{ text: empty, showarrow: false, xref: "paper", yref: "paper", x: 0.5, y: 0.5, font: { color: "#666" } }],
   };
-  Plotly.react(el, data, layout, { responsive: true, displaylogo: false, modeBarButtons: [["toImage"]] });
-  const drawn = el.querySelector(".legend .bg");
-  const need = drawn ? Math.ceil(drawn.getBBox().height) + 6 : 0;
-  el._altLegend = { key: legendKey, px: need };
-  if (data.length && Math.abs(need - legendPx) > 1) {
-    Plotly.relayout(el, { "margin.b": BOTTOM_PX + need, height: PLOT_PX + BOTTOM_PX + need });
-  }
-  for (const a of el.querySelectorAll(".modebar a, .modebar button")) a.setAttribute("tabindex", "-1");
-  el.dataset.traces = String(traces.length);
-  el.dataset.points = String(xs.length);
+  const counts = { traces: String(traces.length), points: String(xs.length) };
+  drawSerial(el, () => {
+    const plotted = Plotly.react(el, data, layout, { responsive: true, displaylogo: false, modeBarButtons: [["toImage"]] });
+    const drawn = el.querySelector(".legend .bg");
+    const need = drawn ? Math.ceil(drawn.getBBox().height) + 6 : 0;
+    el._altLegend = { key: legendKey, px: need };
+    const relaid = data.length && Math.abs(need - legendPx) > 1
+      ? Plotly.relayout(el, { "margin.b": BOTTOM_PX + need, height: PLOT_PX + BOTTOM_PX + need }) : null;
+    untab(el);
+    return Promise.all([plotted, relaid]);
+  });
+  Object.assign(el.dataset, counts); // the caller reads them at once (what this draw shows, or will once the previous one settles)
 }

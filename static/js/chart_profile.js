@@ -3,7 +3,7 @@
 // as a marker beside it. Drawn for the shape picked by clicking a point (default: the first profiled one).
 
 import { colorFor } from "./palette.js";
-import { modeBarConfig, untab } from "./chart_tools.js";
+import { drawSerial, modeBarConfig, untab } from "./chart_tools.js";
 import { themedLayout } from "./chart_theme.js";
 
 const hasProfile = (r) => Array.isArray(r.profile?.kernels) && r.profile.kernels.length > 0;
@@ -70,7 +70,11 @@ export function drawProfile({ el, caption, rows, shape, scheme, theme, multiRun,
     showlegend: false, hovermode: "closest", uirevision: title,
   });
   layout.margin.t = 62;
-  Plotly.react(el, traces, layout, modeBarConfig({ filename: "rmsnorm-kernel-breakdown", onCsv }));
-  untab(el);
+  const config = modeBarConfig({ filename: "rmsnorm-kernel-breakdown", onCsv });
+  drawSerial(el, () => {
+    const plotted = Plotly.react(el, traces, layout, config);
+    untab(el);
+    return plotted;
+  });
   el.dataset.impls = String(at.length);
 }

@@ -23,6 +23,30 @@ export function modeBarConfig({ filename, onCsv }) {
   };
 }
 
+// One plotly draw at a time per chart: plotly 4 can spin for ever when a chart is redrawn while its previous
+// react/relayout is still settling (seen: the first look's render followed in the same task by the URL's
+// filters and view). `draw` returns plotly's promise; a draw asked for meanwhile waits, and only the latest
+// waiting one runs.
+export function drawSerial(el, draw) {
+  if (el._drawing) {
+    el._nextDraw = draw;
+    return el._drawing;
+  }
+  let done;
+  try {
+    done = Promise.resolve(draw());
+  } catch (err) {
+    done = Promise.reject(err);
+  }
+  el._drawing = done.catch((err) => console.warn("plotly draw failed", err)).then(() => {
+    el._drawing = null;
+    const next = el._nextDraw;
+    el._nextDraw = null;
+    if (next) return drawSerial(el, next);
+  });
+  return el._drawing;
+}
+
 // Mode-bar buttons are reached by pointer only: the page's toolbar has the same actions for the keyboard.
 export function untab(el) {
   for (const b of el.querySelectorAll(".modebar button, .modebar a, .modebar-btn")) b.setAttribute("tabindex", "-1");

@@ -6,7 +6,7 @@
 // run; those of the first rows received while a run streams), so each panel has one trace per implementation.
 
 import { ALL, VIEWS, timed, panelTraces, starAnnotations, ceilingTraces } from "./chart_traces.js";
-import { modeBarConfig, untab, csvOfView, download } from "./chart_tools.js";
+import { modeBarConfig, untab, csvOfView, download, drawSerial } from "./chart_tools.js";
 import { chartTheme, themedLayout, onSchemeChange } from "./chart_theme.js";
 import { drawProfile, pickShape, profiledRows } from "./chart_profile.js";
 import { currentScheme } from "./palette.js";
@@ -278,19 +278,22 @@ export class Charts {
         annotations: [...notes, ...starAnnotations(best, { logY: this.logY })],
         uirevision: `${this.view}|${this.logY}|${this.filter.dtype}|${this.filter.M}|${this.sources.map((s) => s.key).join(",")}`,
       });
-      Plotly.react(el, data, layout, modeBarConfig({ filename: `rmsnorm-${pass}-${this.view}`, onCsv: () => this.downloadCsv() }));
-      this._hook(el);
-      const drawn = el.querySelector(".legend .bg");
-      const need = drawn ? Math.ceil(drawn.getBBox().height) + LEGEND_GAP_PX : 0;
-      this._legendPx.set(`${pass}|${width}|${data.length}`, need);
-      if (data.length && Math.abs(need - legendPx) > 1) {
-        Plotly.relayout(el, { "margin.b": BOTTOM_PX + named + need, height: PLOT_PX + BOTTOM_PX + named + need + topPx - 48 });
-      }
-      untab(el);
       const measured = traces.filter((t) => t.meta.kind === "measured");
-      el.dataset.traces = String(measured.length);
-      el.dataset.points = String(measured.reduce((n, t) => n + t.x.length, 0));
-      el.dataset.wrong = String(built[pass].wrongCount);
+      const counts = { traces: String(measured.length), points: String(measured.reduce((n, t) => n + t.x.length, 0)),
+        wrong: String(built[pass].wrongCount) };
+      const config = modeBarConfig({ filename: `rmsnorm-${pass}-${this.view}`, onCsv: () => this.downloadCsv() });
+      drawSerial(el, () => {
+        const plotted = Plotly.react(el, data, layout, config);
+        this._hook(el);
+        const drawn = el.querySelector(".legend .bg");
+        const need = drawn ? Math.ceil(drawn.getBBox().height) + LEGEND_GAP_PX : 0;
+        this._legendPx.set(`${pass}|${width}|${data.length}`, need);
+        const relaid = data.length && Math.abs(need - legendPx) > 1
+          ? Plotly.relayout(el, { "margin.b": BOTTOM_PX + named + need, height: PLOT_PX + BOTTOM_PX + named + need + topPx - 48 }) : null;
+        untab(el);
+        Object.assign(el.dataset, counts); // what the tests read: the counts of what is drawn now
+        return Promise.all([plotted, relaid]);
+      });
     }
     this._renderProfile(scheme, theme);
   }

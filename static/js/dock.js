@@ -42,11 +42,13 @@ export class Dock {
     this._generation = 0;
     this._filter = this._filterValue();
     this.dtypeChoice = chooseDtype(null, this.mode, this._filter);
-    this.urlShape = readUrlShape(); // applied at start, and to the first run set
+    // The shape asked for: the URL's dockM/dockN, then the user's slider moves. Each run opened snaps to it (the
+    // first look's run would otherwise use up a shared link's shape before the user opens theirs).
+    this.wantShape = readUrlShape();
     window.dockState = {};
     window.dockScene = { playing: this.playing, frame: 0, seekUs: (us) => this.seekUs(us) };
     this._wire();
-    this._setShape(this.urlShape.M ?? 16384, this.urlShape.N ?? 4096);
+    this._setShape(this.wantShape.M ?? 16384, this.wantShape.N ?? 4096);
     this._updatePlayButton();
     this._showSource();
     requestAnimationFrame((ts) => this._tick(ts));
@@ -93,6 +95,7 @@ export class Dock {
   }
 
   _shapeChosen() {
+    this.wantShape = { M: this.M, N: this.N };
     writeUrlShape(this.M, this.N);
     this.rebuild(150);
   }
@@ -176,16 +179,16 @@ export class Dock {
   }
 
   // The run the dock uses (the user opened it, or it is the first GPU run to finish): its measured times set
-  // the lanes' speeds; the sliders move to the dockM/dockN of the page URL the first time, else to the shape
-  // it measured for the most of the lanes shown; the SM count to its GPU's.
+  // the lanes' speeds; the sliders move to the shape asked for (the URL's dockM/dockN or the user's last slider
+  // move, snapped to the nearest measured), else to the shape it measured for the most of the lanes shown; the
+  // SM count to its GPU's.
   setMeasured(doc) {
     this.measured = doc?.rows?.length ? doc : null;
     if (this.offered && this.offered === doc) this.offered = null;
     this._filter = this._filterValue();
     this.dtypeChoice = chooseDtype(this.measured, this.mode, this._filter);
     if (this.measured) {
-      const { M: uM, N: uN } = this.urlShape;
-      this.urlShape = { M: null, N: null };
+      const { M: uM, N: uN } = this.wantShape;
       const best = bestShape(doc, { mode: this.mode, dtype: this.dtypeChoice.dtype, impls: this._shown().map((i) => i.name) });
       this._setShape(uM ?? best?.M ?? this.M, uN ?? best?.N ?? this.N);
       writeUrlShape(this.M, this.N);

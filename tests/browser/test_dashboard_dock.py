@@ -45,6 +45,11 @@ def test_dock_draws_every_backward_with_the_plugin_and_animates(make_page, serve
     # Every registered backward can be shown (a checkbox each), the plugin included.
     offered = set(page.locator("#dock-impls input").evaluate_all("(els) => els.map((e) => e.value)"))
     assert offered == backward and "torch-chunked" in offered
+    # The first look opens the newest stored GPU run, which need not have measured these strategies (nor ever the
+    # plugin): the cost model draws every lane here, as it does with no run at all.
+    page.check("#dock-model")
+    page.wait_for_function("(names) => names.every((n) => window.dockState[n] && window.dockState[n].timing === 'model')",
+                           arg=sorted(DRAWN))
     wait_lanes(page, DRAWN)
     assert DRAWN <= lanes(page)
 

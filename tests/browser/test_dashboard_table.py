@@ -60,7 +60,10 @@ def check_stars(page, doc):
     lines = table_lines(page)
     starred = {ln["key"]: ln["impl"] for ln in lines if ln["best"]}
     assert len(starred) == sum(1 for ln in lines if ln["best"]), "one ★ per shape"
-    want = {key: b["impl"] for key, b in doc["summary"]["best"].items()}
+    # A file imported without a summary (test_dashboard_chart_rows imports one) is stored without one: the engine's
+    # summary of its rows is the reference then.
+    best = (doc.get("summary") or {}).get("best")
+    want = {key: b["impl"] for key, b in (best if best is not None else summarize(doc["rows"])["best"]).items()}
     assert starred == want
     assert all(ln["cells"][4].endswith("★") == ln["best"] for ln in lines)
     return lines
