@@ -58,17 +58,7 @@ def test_write_plot_html_inlines_the_script_and_escapes(tmp_path, monkeypatch):
     assert fig == json.loads(json.dumps(plot.figure_spec(run)))
 
 
-def test_plotly_js_sources_in_order(tmp_path, monkeypatch):
-    import builtins
-
-    real_import = builtins.__import__
-
-    def no_plotly(name, *args, **kwargs):
-        if name.startswith("plotly"):
-            raise ImportError("no plotly here")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_plotly)
+def test_plotly_js_sources_in_order(tmp_path, monkeypatch, without_plotly):
     js = tmp_path / "p.js"
     js.write_text("/*from env*/", encoding="utf-8")
     monkeypatch.setenv(plot.PLOTLY_JS_ENV, str(js))

@@ -1,5 +1,3 @@
-import builtins
-
 import pytest
 from rich.console import Console
 
@@ -60,15 +58,7 @@ def test_figure_has_a_trace_per_impl_and_m_per_panel_and_the_ceiling():
     assert all(s["y0"] == 1000.0 for s in spec["layout"]["shapes"]) and len(spec["layout"]["shapes"]) == 2
 
 
-def test_plot_without_plotly_js_is_a_clear_error(monkeypatch, tmp_path):
-    real_import = builtins.__import__
-
-    def no_plotly(name, *args, **kwargs):
-        if name.startswith("plotly"):
-            raise ImportError("no plotly here")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_plotly)
+def test_plot_without_plotly_js_is_a_clear_error(monkeypatch, tmp_path, without_plotly):
     monkeypatch.setattr(plot_mod, "REPO_PLOTLY_JS", tmp_path / "missing.js")
     monkeypatch.delenv(plot_mod.PLOTLY_JS_ENV, raising=False)
     with pytest.raises(plot_mod.PlotlyUnavailable, match="plotly.min.js"):
