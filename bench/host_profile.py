@@ -2,7 +2,7 @@
 
 For each Triton implementation, bf16, one shape: the median host µs of a forward (no grad) and of a backward
 (``torch.autograd.grad``) with the GPU kept busy (the calls only enqueue), the fast-launch counters (direct vs
-through ``kernel[grid]``), and a cProfile of 300 calls of each (top functions by own time). Beside them the
+through ``kernel[grid]``) and the launch-plan counters (replayed / recorded), and a cProfile of 300 calls of each (top functions by own time). Beside them the
 floor: two ``torch.empty``, ``F.rms_norm``.
 
     python3 bench/host_profile.py [--m 4096] [--n 4096] [--out DIR]
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from kernels import fast_launch  # noqa: E402
+from kernels import fast_launch, launch_plans  # noqa: E402
 from kernels.module import RMSNorm  # noqa: E402
 
 
@@ -79,15 +79,17 @@ def main() -> int:
             for _ in range(3):
                 mod(x)
             fast_launch.STATS.update(jit=0, direct=0)
+            launch_plans.STATS.update(recorded=0, replayed=0, incomplete=0)
             fwd = host_us(lambda: mod(x))
-            fwd_stats = dict(fast_launch.STATS)
+            fwd_stats = {**fast_launch.STATS, **launch_plans.STATS}
             fwd_prof = profile(lambda: mod(x))
         y = mod(x)
         for _ in range(3):
             torch.autograd.grad(y, (x, w), dy, retain_graph=True)
         fast_launch.STATS.update(jit=0, direct=0)
+        launch_plans.STATS.update(recorded=0, replayed=0, incomplete=0)
         bwd = host_us(lambda: torch.autograd.grad(y, (x, w), dy, retain_graph=True))
-        bwd_stats = dict(fast_launch.STATS)
+        bwd_stats = {**fast_launch.STATS, **launch_plans.STATS}
         bwd_prof = profile(lambda: torch.autograd.grad(y, (x, w), dy, retain_graph=True))
         report["impls"][impl] = {"fwd_host_us": fwd, "bwd_host_us": bwd, "fwd_launches": fwd_stats,
                                  "bwd_launches": bwd_stats, "fwd_profile": fwd_prof, "bwd_profile": bwd_prof}

@@ -59,24 +59,13 @@ def check_case(impl, pass_: str, dtype_name: str, m: int, n: int, device, genera
     x, w, dy = _inputs(m, n, dtype, device, generator)
     element_bytes = m * n * x.element_size()
     try:
-        poison_allocator(device, 4 * element_bytes)
-        with poisoned_outputs():
-            if pass_ == "fwd":
-                with torch.no_grad():
-                    y = impl.fn(x, w, EPS)
-                if device.type == "cuda":
-                    torch.cuda.synchronize(device)
-                y_ref, _ = rmsnorm_reference(x, w, EPS)
-                errors = {"y": relative_error(y, y_ref)}
-            else:
-                xg = x.clone().requires_grad_(True)
-                wg = w.clone().requires_grad_(True)
-                y = impl.fn(xg, wg, EPS)
-                dx, dw = torch.autograd.grad(y, (xg, wg), dy)
-                if device.type == "cuda":
-                    torch.cuda.synchronize(device)
-                dx_ref, dw_ref = rmsnorm_backward_reference(x, w, dy, EPS)
-                errors = {"dx": relative_error(dx, dx_ref, dx_scale(x, w, dy, EPS)), "dγ": relative_error(dw, dw_ref)}
+        # on CUDA three calls, the worst one counts: ours replay a launch plan from the third call on
+        # (`kernels.launch_plans`), and that is the path a training loop and the timed calls take
+        errors: dict = {}
+        for _ in range(3 if device.type == "cuda" else 1):
+            for name, err in _check_once(impl, pass_, x, w, dy, device, element_bytes).items():
+                old = errors.get(name, 0.0)
+                errors[name] = err if (err != err or old == old and err > old) else old  # NaN is the worst
     except Exception as exc:  # a crash is a failure with its reason, never the end of the sweep
         row["reason"] = f"{type(exc).__name__}: {exc}".strip()[:500]
         return row
@@ -86,6 +75,28 @@ def check_case(impl, pass_: str, dtype_name: str, m: int, n: int, device, genera
     if not row["ok"]:
         row["reason"] = f"{worst} relative error {errors[worst]:.3g} > {row['tolerance']:.0e}"
     return row
+
+
+def _check_once(impl, pass_, x, w, dy, device, element_bytes) -> dict:
+    poison_allocator(device, 4 * element_bytes)
+    with poisoned_outputs():
+        if pass_ == "fwd":
+            with torch.no_grad():
+                y = impl.fn(x, w, EPS)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            y_ref, _ = rmsnorm_reference(x, w, EPS)
+            errors = {"y": relative_error(y, y_ref)}
+        else:
+            xg = x.clone().requires_grad_(True)
+            wg = w.clone().requires_grad_(True)
+            y = impl.fn(xg, wg, EPS)
+            dx, dw = torch.autograd.grad(y, (xg, wg), dy)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            dx_ref, dw_ref = rmsnorm_backward_reference(x, w, dy, EPS)
+            errors = {"dx": relative_error(dx, dx_ref, dx_scale(x, w, dy, EPS)), "dγ": relative_error(dw, dw_ref)}
+    return errors
 
 
 def run_check(names=None, dtypes=DTYPES, shapes=None, device=None, seed: int | None = None) -> list[dict]:

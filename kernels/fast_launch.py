@@ -27,6 +27,7 @@ import os
 
 import torch
 
+from kernels.launch_record import note_launch, note_unrecordable
 from kernels.triton_mode import interpreting
 
 _WRAPPERS: dict = {}
@@ -63,6 +64,7 @@ class FastKernel:
     def launch(self, grid, args, kwargs):
         if not self.direct:
             STATS["jit"] += 1
+            note_unrecordable()
             return self.fn[grid](*args, **kwargs)
         from triton import knobs
 
@@ -74,13 +76,19 @@ class FastKernel:
             STATS["jit"] += 1
             compiled = self.fn[grid](*args, **kwargs)
             if entry is None and not hooks:
-                self.entries[key] = self._entry(compiled, grid, len(args), kwargs)
+                entry = self.entries[key] = self._entry(compiled, grid, len(args), kwargs)
+                if entry[0] is not None:
+                    note_launch(entry[0], grid, args, entry[1])
+                    return compiled
+            note_unrecordable()
             return compiled
         compiled, tail, g0, g1, g2 = entry
         if compiled is None:  # not launchable directly (see `_entry`)
             STATS["jit"] += 1
+            note_unrecordable()
             return self.fn[grid](*args, **kwargs)
         STATS["direct"] += 1
+        note_launch(compiled, grid, args, tail)
         compiled.run(g0, g1, g2, torch._C._cuda_getCurrentRawStream(device), compiled.function,
                      compiled.packed_metadata, None, None, None, *args, *tail)
         return compiled

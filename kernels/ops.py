@@ -26,7 +26,7 @@ import torch
 from torch import Tensor
 
 from kernels.triton_backward.atomic import atomic_backward
-from kernels.triton_backward.function import eager_rmsnorm
+from kernels.triton_backward.function import eager_rmsnorm, run_strategy
 from kernels.triton_backward.persistent import persistent_backward
 from kernels.triton_backward.workspace import workspace_backward
 from kernels.triton_forward import as_rows, rmsnorm_forward
@@ -90,7 +90,7 @@ def _rms_norm_fake(x, weight, eps, offset, backward):
 def _backward_impl(strategy: str, dy: Tensor, x: Tensor, weight: Tensor, rstd: Tensor, offset: float):
     x2d = as_rows(x)
     w = kernel_weight(weight, offset)
-    dx, dw = _strategy_fn(strategy)(as_rows(dy), x2d, w.contiguous(), rstd.reshape(-1).contiguous())
+    dx, dw = run_strategy(_strategy_fn(strategy), dy, x2d, w.contiguous(), rstd.reshape(-1).contiguous())
     return dx.view(x.shape), dw.to(weight.dtype)
 
 

@@ -10,6 +10,8 @@ import contextlib
 
 import torch
 
+from kernels.launch_record import note_output
+
 _depth = 0
 
 
@@ -29,9 +31,19 @@ def poisoning() -> bool:
 
 def new_output(shape, dtype: torch.dtype, device) -> torch.Tensor:
     """``torch.empty``, or a NaN-filled tensor while poisoning."""
-    if poisoning():
-        return torch.full(shape, float("nan"), dtype=dtype, device=device)
-    return torch.empty(shape, dtype=dtype, device=device)
+    if _depth:
+        out = torch.full(shape, float("nan"), dtype=dtype, device=device)
+    else:
+        out = torch.empty(shape, dtype=dtype, device=device)
+    note_output(out, False)
+    return out
+
+
+def new_zeros(shape, dtype: torch.dtype, device) -> torch.Tensor:
+    """A zero-filled output or accumulator (never poisoned: the kernel adds into it)."""
+    out = torch.zeros(shape, dtype=dtype, device=device)
+    note_output(out, True)
+    return out
 
 
 def poison_allocator(device, nbytes: int) -> None:

@@ -29,7 +29,10 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels import fast_launch
 from kernels.fast_launch import fast
+from kernels.launch_plans import PlanCache
+from kernels.launch_record import note_unrecordable
 from kernels.poison import new_output
 from kernels.segments import Segments, load_segment, next_power_of_two, row_segments
 from kernels.triton_mode import interpreting
@@ -170,6 +173,8 @@ rmsnorm_fwd_chunked_tuned = triton.autotune(
 
 def as_rows(x: torch.Tensor) -> torch.Tensor:
     """``x`` as a 2-D [M, N] tensor whose rows are unit-stride (a view when possible, else a copy)."""
+    if x.dim() == 2 and x.stride(-1) == 1:
+        return x
     x2d = x.reshape(-1, x.shape[-1])
     if x2d.stride(-1) != 1:
         x2d = x2d.contiguous()
@@ -231,6 +236,7 @@ def _launch_tuned(kind, tuned, raw, grid, args, n, m, **constants):
     first call runs the autotuner (``tuned``), later ones launch its choice directly. Under the interpreter
     the autotuner would time every config on the CPU, so the first config its prune hook keeps is used."""
     if interpreting():
+        note_unrecordable()
         prune = tuned.early_config_prune
         config = prune(tuned.configs, {"N": n}, **constants)[0]
         raw[grid(config.kwargs)](*args, **constants, **config.kwargs)
@@ -238,6 +244,7 @@ def _launch_tuned(kind, tuned, raw, grid, args, n, m, **constants):
     key = (kind, n, size_class(m), tuple(sorted(constants.items())), args[0].dtype, args[1].dtype, args[0].device)
     config = _CHOSEN_CONFIGS.get(key)
     if config is None:
+        note_unrecordable()  # the autotuner times every config: not a call to replay
         tuned[grid](*args, **constants)
         _CHOSEN_CONFIGS[key] = tuned.best_config
         return
@@ -250,7 +257,30 @@ def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *,
     """Run the forward. Returns ``(y, x2d, rstd)``: y shaped like x in x's dtype, x as [M, N] rows (what
     the backward reads) and the per-row fp32 rstd [M]. ``kernel`` ("auto", "one-row", "multi-row", "chunked",
     "persistent") and ``plan`` (rows, num_warps, programs_per_sm, stages) override the tuned dispatch, and
-    ``padded`` holds each row in one power-of-two block instead of its segments (for tuning scripts)."""
+    ``padded`` holds each row in one power-of-two block instead of its segments (for tuning scripts).
+
+    The default dispatch of a contiguous x runs as a launch plan (`kernels.launch_plans`): recorded on the
+    first complete call of its (shape, strides, dtypes, device, eps), replayed after."""
+    if kernel == "auto" and plan is None and not padded and _PLANS_ON and x.is_contiguous() \
+            and not ((x.data_ptr() | weight.data_ptr()) & 15):
+        x2d = x if x.dim() == 2 else x.view(-1, x.shape[-1])
+        key = (x2d.shape, x.dtype, weight.shape, weight.stride(), weight.dtype, x.get_device(), eps)
+        y2d, rstd = FORWARD_PLANS.call(key, (x2d, weight), _forward_rows, eps)
+        return (y2d if x2d is x else y2d.view(x.shape)), x2d, rstd
+    return _forward(x, weight, eps, kernel, plan, padded)
+
+
+FORWARD_PLANS = PlanCache()
+_PLANS_ON = fast_launch.enabled()
+
+
+def _forward_rows(x2d, weight, eps):
+    """The full host path of a default-dispatch forward of rows (what `FORWARD_PLANS` records)."""
+    y2d, _, rstd = _forward(x2d, weight, eps, "auto", None, False)
+    return y2d, rstd
+
+
+def _forward(x, weight, eps, kernel, plan, padded):
     n = validate_rmsnorm_inputs(x, weight, eps, max_n=MAX_N)
     x2d = as_rows(x)
     w = weight if weight.is_contiguous() else weight.contiguous()
@@ -272,4 +302,4 @@ def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *,
         _launch_tuned(kind, tuned, rmsnorm_fwd_rows_kernel, lambda meta: (-(-m // meta["ROWS"]),),
                       (*args, m, x2d.stride(0), y2d.stride(0), n, eps, size_class(m)), n, m,
                       **segments.constants())
-    return y2d.view(x.shape), x2d, rstd
+    return (y2d if x.dim() == 2 else y2d.view(x.shape)), x2d, rstd

@@ -10,7 +10,7 @@ import triton.language as tl
 
 from kernels.families import BackwardFamily
 from kernels.fast_launch import fast
-from kernels.poison import new_output
+from kernels.poison import new_output, new_zeros
 from kernels.triton_backward.dx import backward_tile, load_weight_segments, rmsnorm_bwd_rows
 
 
@@ -59,12 +59,21 @@ def atomic_grid(M: int, N: int, sm_count: int = 0) -> dict:
 
 
 def atomic_backward(dy2d, x2d, weight, rstd, *, tile=None):
+    dx, dw = atomic_backward_fp32(dy2d, x2d, weight, rstd, tile=tile)
+    return dx, dw.to(weight.dtype)
+
+
+def atomic_backward_fp32(dy2d, x2d, weight, rstd, *, tile=None):
+    """`atomic_backward` with dγ left in its fp32 accumulator (what a launch plan replays; the caller casts)."""
     m, n = x2d.shape
     tile = tile or backward_tile(n)
     dx = new_output(x2d.shape, x2d.dtype, x2d.device)
-    dw = torch.zeros((n,), dtype=torch.float32, device=x2d.device)
+    dw = new_zeros((n,), torch.float32, x2d.device)
     fast(rmsnorm_bwd_atomic_kernel)[(-(-m // tile.rows),)](
         x2d, dy2d, weight, rstd, dx, dw, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0),
         ROWS=tile.rows, num_warps=tile.num_warps, **tile.segments(n).constants(),
     )
-    return dx, dw.to(weight.dtype)
+    return dx, dw
+
+
+atomic_backward.plannable = atomic_backward_fp32

@@ -10,9 +10,26 @@ from typing import Callable
 
 import torch
 
+from kernels import fast_launch
+from kernels.launch_plans import PlanCache
 from kernels.triton_forward import as_rows, rmsnorm_forward
 
 Strategy = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], tuple]
+
+
+BACKWARD_PLANS = PlanCache()
+_PLANS_ON = fast_launch.enabled()
+
+
+def run_strategy(strategy: Strategy, dy: torch.Tensor, x2d: torch.Tensor, w: torch.Tensor, rstd: torch.Tensor):
+    """``strategy(dy as rows, x2d, w, rstd)`` -> (dx2d, dγ); as a launch plan (`kernels.launch_plans`) when
+    dy is contiguous and every pointer 16-byte aligned. dγ may come back in fp32 (a strategy's
+    ``plannable`` form leaves the cast to the caller)."""
+    if _PLANS_ON and dy.is_contiguous() and not ((dy.data_ptr() | x2d.data_ptr() | w.data_ptr() | rstd.data_ptr()) & 15):
+        dy2d = dy if dy.dim() == 2 else dy.view(x2d.shape)
+        key = (strategy, x2d.shape, x2d.stride(), x2d.dtype, dy.dtype, w.shape, w.dtype, x2d.get_device())
+        return BACKWARD_PLANS.call(key, (dy2d, x2d, w, rstd), getattr(strategy, "plannable", strategy))
+    return strategy(as_rows(dy), x2d, w, rstd)
 
 
 class TritonRMSNormFunction(torch.autograd.Function):
@@ -29,7 +46,7 @@ class TritonRMSNormFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dy):
         x2d, w, rstd = ctx.saved_tensors
-        dx2d, dw = ctx.strategy(as_rows(dy), x2d, w if w.is_contiguous() else w.contiguous(), rstd)
+        dx2d, dw = run_strategy(ctx.strategy, dy, x2d, w if w.is_contiguous() else w.contiguous(), rstd)
         if dw.dtype != ctx.weight_dtype:
             dw = dw.to(ctx.weight_dtype)
         return dx2d.view(ctx.x_shape), dw, None, None, None

@@ -1,0 +1,213 @@
+"""Launch plans (`kernels.launch_plans`), on CPU: the real host paths of the forward and of every backward
+strategy run with stand-ins for Triton's compiled kernels (`FakeJIT`: records what its launcher is given).
+The replay must hand each kernel exactly what the full path hands it (with the new call's tensors and fresh
+outputs in the same places), must never replay a call that did something it could not record, and must cost
+less host time than the full path (a ratio, measured interleaved)."""
+
+import time
+
+import pytest
+import torch
+
+from kernels import fast_launch, launch_plans, launch_record, poison, triton_forward
+from kernels.launch_plans import PlanCache
+from kernels.triton_backward import column_sum, function
+from kernels.triton_backward.atomic import atomic_backward, rmsnorm_bwd_atomic_kernel
+from kernels.triton_backward.persistent import persistent_backward, rmsnorm_bwd_persistent_kernel
+from kernels.triton_backward.workspace import rmsnorm_bwd_workspace_kernel, workspace_backward
+
+
+class FakeCompiled:
+    def __init__(self, name):
+        self.name = name
+        self.function = object()
+        self.packed_metadata = object()
+        self.launches = []
+
+    def run(self, *args):
+        self.launches.append(args)
+
+
+class FakeJIT:
+    """``fn[grid](*args, **kwargs)`` like a @triton.jit function: one compiled kernel per call; every launch
+    (through the JIT or the compiled kernel's launcher) is appended to ``log`` as (name, grid, args)."""
+
+    def __init__(self, real, log):
+        self.arg_names = list(real.arg_names)
+        self.name = real.__name__ if hasattr(real, "__name__") else real.fn.__name__
+        self.log = log
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            compiled = FakeCompiled(self.name)
+            tail = [kwargs[n] for n in self.arg_names[len(args):]]
+            self.log.append((self.name, tuple(grid), (*args, *tail)))
+            compiled.run = lambda *a, name=self.name: self.log.append((name, a[:3], a[9:]))
+            return compiled
+
+        return launch
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """Our kernels as FakeJITs behind `fast_launch`, launched directly (as on a GPU); plans on."""
+    log = []
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 7, raising=False)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    fast_launch.clear()
+    kernels = [rmsnorm_bwd_persistent_kernel, rmsnorm_bwd_workspace_kernel, rmsnorm_bwd_atomic_kernel,
+               column_sum.column_sum_kernel, triton_forward.rmsnorm_fwd_rows_kernel,
+               triton_forward.rmsnorm_fwd_chunked_kernel]
+    for k in kernels:
+        wrapper = fast_launch.FastKernel(FakeJIT(k, log))
+        wrapper.direct = True
+        fast_launch._WRAPPERS[k] = wrapper
+    monkeypatch.setattr(triton_forward, "interpreting", lambda: False)
+    monkeypatch.setattr(triton_forward, "_PLANS_ON", True)
+    monkeypatch.setattr(function, "_PLANS_ON", True)
+    triton_forward.FORWARD_PLANS.clear()
+    function.BACKWARD_PLANS.clear()
+    yield log
+    fast_launch.clear()
+    triton_forward.FORWARD_PLANS.clear()
+    function.BACKWARD_PLANS.clear()
+
+
+def _same_launch(full, replay, tensors_full, tensors_replay):
+    """The replay's launch is the full path's with each tensor swapped for its counterpart."""
+    name, grid, args = full
+    r_name, r_grid, r_args = replay
+    assert (r_name, tuple(r_grid)) == (name, tuple(grid) + (1, 1)[: 3 - len(grid)])
+    assert len(args) == len(r_args)
+    for a, b in zip(args, r_args):
+        if isinstance(a, torch.Tensor):
+            i = next(i for i, t in enumerate(tensors_full) if t is a)
+            assert b is tensors_replay[i], (name, i)
+        else:
+            assert a == b, (name, a, b)
+
+
+def _inputs(m, n, dtype=torch.bfloat16):
+    return (torch.randn(m, n).to(dtype), torch.randn(m, n).to(dtype), torch.randn(n).to(dtype),
+            torch.rand(m, dtype=torch.float32))
+
+
+@pytest.mark.parametrize("strategy", [persistent_backward, workspace_backward, atomic_backward],
+                         ids=["persistent", "workspace", "atomic"])
+@pytest.mark.parametrize("n", [768, 4096])
+def test_backward_replay_launches_what_the_full_path_launches(fake_gpu, strategy, n):
+    log = fake_gpu
+    dy, x, w, rstd = _inputs(300, n)
+    full_out = function.run_strategy(strategy, dy, x, w, rstd)  # records (first complete call)
+    full_launches = list(log)
+    assert launch_plans.STATS["recorded"] >= 1 and full_launches
+    del log[:]
+    dy2, x2, w2, rstd2 = _inputs(300, n)
+    out = function.run_strategy(strategy, dy2, x2, w2, rstd2)  # replays
+    assert len(log) == len(full_launches)
+    # every scratch / output the replay allocated stands where the full path's stood
+    full_tensors = [dy, x, w, rstd, *full_out]
+    replay_tensors = [dy2, x2, w2, rstd2, *out]
+    for f_launch, r_launch in zip(full_launches, log):
+        scratch_f = [a for a in f_launch[2] if isinstance(a, torch.Tensor) and not any(a is t for t in full_tensors)]
+        scratch_r = [a for a in r_launch[2] if isinstance(a, torch.Tensor) and not any(a is t for t in replay_tensors)]
+        _same_launch(f_launch, r_launch, full_tensors + scratch_f, replay_tensors + scratch_r)
+    assert [o.shape for o in out] == [o.shape for o in full_out] and out[0] is not full_out[0]
+
+
+def test_forward_replay_launches_what_the_full_path_launches(fake_gpu, monkeypatch):
+    log = fake_gpu
+    configs = {}
+    monkeypatch.setattr(triton_forward, "_CHOSEN_CONFIGS", configs)
+    x, w = torch.randn(64, 5120).bfloat16(), torch.randn(5120).bfloat16()
+    kind = triton_forward.forward_kind(5120)
+    tuned = triton_forward.rmsnorm_fwd_row_tuned if kind.startswith("one-row") else triton_forward.rmsnorm_fwd_chunked_tuned
+    config = tuned.configs[0]
+
+    class Chosen(dict):
+        def get(self, key, default=None):
+            return config
+
+    monkeypatch.setattr(triton_forward, "_CHOSEN_CONFIGS", Chosen())
+    y, x2d, rstd = triton_forward.rmsnorm_forward(x, w, 1e-6)
+    full = list(log)
+    del log[:]
+    x2, w2 = torch.randn(64, 5120).bfloat16(), torch.randn(5120).bfloat16()
+    y2, x2d2, rstd2 = triton_forward.rmsnorm_forward(x2, w2, 1e-6)
+    assert len(full) == len(log) == 1 and x2d2 is x2
+    _same_launch(full[0], log[0], [x, w, y, rstd], [x2, w2, y2, rstd2])
+    # a new eps, a new shape, 3-D input: not the same plan (eps is an argument the key fixes)
+    triton_forward.rmsnorm_forward(x2, w2, 1e-5)
+    floats = lambda launch: [a for a in launch[2] if isinstance(a, float)]  # noqa: E731
+    assert floats(log[0]) == [1e-6] and floats(log[-1]) == [1e-5]
+    y3, _, _ = triton_forward.rmsnorm_forward(x2.view(4, 16, 5120), w2, 1e-6)
+    assert y3.shape == (4, 16, 5120)
+
+
+def test_a_call_with_an_unrecorded_tensor_is_never_replayed(fake_gpu):
+    log = fake_gpu
+    calls = []
+
+    def full(x):
+        calls.append(1)
+        out = poison.new_output(x.shape, x.dtype, x.device)
+        scratch = torch.empty_like(x)  # allocated by PyTorch, not noted: the replay could not supply it
+        fast_launch.fast(column_sum.column_sum_kernel)[(1,)](x, scratch, 1, 1, 1, BLOCK_G=1, BLOCK_N=1, USE_PDL=False,
+                                                             num_warps=1)
+        return (out,)
+
+    cache = PlanCache()
+    for _ in range(launch_plans.GIVE_UP_AFTER + 2):
+        cache.call("k", (torch.randn(4, 4),), full)
+    assert len(calls) == launch_plans.GIVE_UP_AFTER + 2  # the full path every time
+    assert cache.plans["k"] is False
+
+
+def test_an_autotuner_call_is_not_recorded_but_the_next_one_is(fake_gpu):
+    calls = []
+
+    def full(x, tune):
+        calls.append(tune)
+        if tune:
+            launch_record.note_unrecordable()
+        out = poison.new_output(x.shape, x.dtype, x.device)
+        fast_launch.fast(column_sum.column_sum_kernel)[(1,)](x, out, 1, 1, 1, BLOCK_G=1, BLOCK_N=1, USE_PDL=False,
+                                                             num_warps=1)
+        return (out,)
+
+    cache = PlanCache()
+    x = torch.randn(4, 4)
+    cache.call("k", (x,), full, True)
+    assert "k" not in cache.plans
+    cache.call("k", (x,), full, False)
+    cache.call("k", (x,), full, False)
+    assert calls == [True, False]  # the third call was a replay
+
+
+def test_replay_outputs_are_poisoned_while_poisoning(fake_gpu):
+    dy, x, w, rstd = _inputs(64, 1024)
+    function.run_strategy(persistent_backward, dy, x, w, rstd)
+    with poison.poisoned_outputs():
+        dx, dw = function.run_strategy(persistent_backward, dy, x, w, rstd)
+    assert torch.isnan(dx.float()).all() and torch.isnan(dw.float()).all()  # the fake kernels wrote nothing
+
+
+def _median(fn, calls=200):
+    samples = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    samples.sort()
+    return samples[len(samples) // 2]
+
+
+def test_replay_costs_less_host_time_than_the_full_path(fake_gpu):
+    dy, x, w, rstd = _inputs(4096, 4096)
+    full = lambda: persistent_backward(dy, x, w, rstd)  # noqa: E731  (the full host path, launches direct)
+    planned = lambda: function.run_strategy(persistent_backward, dy, x, w, rstd)  # noqa: E731
+    planned(), full()
+    ratios = []
+    for _ in range(3):  # interleaved rounds: a busy core slows both alike
+        ratios.append(_median(planned) / _median(full))
+    assert min(ratios) < 0.8, ratios
