@@ -113,6 +113,14 @@ for phase in "$@"; do
       timeout ${PROFILE_S:-120} python3 bench/profile_check.py --m 16384 --n 4096,8192 --dtype bfloat16 \
         --out "$OUT/profile-check.json" 2>&1 | tail -40
       ;;
+    host)
+      # issue 16: where one call's host time goes (launch plans replayed), beside F.rms_norm's
+      timeout ${HOST_S:-120} python3 bench/host_profile.py --m 4096 --n 4096 --out "$OUT" 2>&1 | head -12
+      ;;
+    dropin)
+      # issue 16: host µs vs F.rms_norm at a few shapes, torch.compile fullgraph, torch.export, CUDA graphs
+      timeout ${DROPIN_S:-240} python3 bench/dropin_check.py --out "$OUT" 2>&1 | tail -30
+      ;;
     train)
       timeout ${TRAIN_S:-200} python3 -m rmsnorm_dash train-bench ${TRAIN_ARGS:-} --out "$OUT/train-bench.json" 2>&1 | tail -40
       ;;
