@@ -217,6 +217,7 @@ export class Dock {
       this.els.timing.textContent = `Could not read the launch grids: ${err.message}`;
     }
     if (generation !== this._generation) return; // a newer rebuild is on its way
+    const runId = this.measured?.run?.run_id ?? null; // the run whose times the lanes take
     const schedules = this._shown().map((impl) => {
       const launch = launches?.[impl.name] ?? null;
       const measured = this.measured ? measuredUs(this.measured, { impl: impl.name, mode, M, N, dtype }) : null;
@@ -225,7 +226,7 @@ export class Dock {
       const forwardLaunch = impl.passes.includes("bwd") ? null : launch;
       const elementBytes = dtype === "float32" ? 4 : 2;
       const schedule = scheduleFor({ family, launch, M, N, smCount, mode, elementBytes, forwardLaunch });
-      return { impl, launch, measured, schedule, painter, dtype };
+      return { impl, launch, measured, schedule, painter, dtype, runId };
     });
     const allMeasured = schedules.length > 0 && schedules.every((s) => s.measured);
     const model = !allMeasured && !this.measuredOnly;

@@ -1,7 +1,7 @@
 // The dock's moving picture (dock.js decides what its lanes are): one canvas lane per implementation's
 // timetable, all on one time scale, animated frame by frame; each lane drawn by its family's painter
 // (dock_painters/) with its DOM texts (dock_lanes.js). Test hooks: window.dockState[impl] (what a lane shows
-// now), window.dockScene.{playing, frame, seekUs}.
+// now; runId: the run whose times it takes, null for none), window.dockScene.{playing, frame, seekUs}.
 
 import { colorFor } from "./palette.js";
 import { phaseAt, stretchTo } from "./dock_model.js";
@@ -37,7 +37,7 @@ export class DockScene {
     window.dockScene.playing = this.playing;
   }
 
-  // schedules: [{impl, launch, measured, schedule, painter, dtype}]; timing: "model" (the cost model's times),
+  // schedules: [{impl, launch, measured, schedule, painter, dtype, runId}]; timing: "model" (the cost model's times),
   // else each lane's measured time stretches its timetable ("measured") or it is not drawn ("unmeasured").
   // Returns the ratio of the slowest lane's time to the fastest's.
   show(schedules, { model }) {
@@ -139,7 +139,7 @@ export class DockScene {
       partialRows: s.partialRows, trucks: s.trucks.length, blocksPerTruck: s.blocksPerTruck, queueLength: q,
       maxQueueLength: s.maxQueueLength, frame: lane.frame, phase, progress: s.total ? t / s.total : 1, totalUs: s.total,
       modelUs: s.modelTotal, measuredUs: lane.measured?.us ?? null, timing: lane.timing, M: s.M, N: s.N, smCount: s.smCount,
-      dtype: lane.dtype, labels: boxes, canvasW: g.W, canvasH: g.H,
+      dtype: lane.dtype, runId: lane.runId ?? null, labels: boxes, canvasW: g.W, canvasH: g.H,
     };
   }
 }
