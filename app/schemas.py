@@ -94,6 +94,9 @@ class RunListing(BaseModel):
     versions: dict[str, Optional[str]] = Field(default_factory=dict, description="torch and triton versions")
     counts: dict[str, int] = Field(default_factory=dict, description='rows per status: "ok", "skipped" (e.g. '
                                    '"does not provide this pass"), "error", "wrong"')
+    implementations: list[str] = Field(default_factory=list, description="the implementations with a measured "
+                                       '("ok") row, sorted (the first look prefers the run with the most)')
+    passes: list[str] = Field(default_factory=list, description='the passes with a measured row: "bwd", "fwd"')
 
 
 class DeviceStatus(BaseModel):

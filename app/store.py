@@ -188,9 +188,10 @@ class Store:
 
     def list_runs(self) -> list[dict]:
         """Newest first: ``{"run_id", "created_at", "device_name", "kind", "rows", "complete", "source",
-        "timing", "label", "git_commit", "git_dirty", "versions", "counts"}`` (timing: the first row's, "events" or
-        "cuda-graph"; None for a run with no row yet; label: the imported file's name, else None; versions: the
-        header's torch and triton versions; counts: rows per status, ok / skipped / error / wrong)."""
+        "timing", "label", "git_commit", "git_dirty", "versions", "counts", "implementations", "passes"}`` (timing:
+        the first row's, "events" or "cuda-graph"; None for a run with no row yet; label: the imported file's name,
+        else None; versions: the header's torch and triton versions; counts: rows per status, ok / skipped / error /
+        wrong; implementations and passes: those with at least one measured ("ok") row, sorted)."""
         with self._connect() as db:
             found = db.execute(
                 "SELECT r.run_id, r.created_at, r.device_name, r.kind, r.complete, r.source, r.label, r.header_json,"
@@ -201,11 +202,17 @@ class Store:
             counts: dict[str, dict[str, int]] = {}
             for c in db.execute("SELECT run_id, status, COUNT(*) AS n FROM rows GROUP BY run_id, status"):
                 counts.setdefault(c["run_id"], {})[str(c["status"])] = c["n"]
+            measured: dict[str, tuple[set, set]] = {}
+            for m in db.execute("SELECT DISTINCT run_id, impl, pass FROM rows WHERE status = 'ok'"):
+                impls, passes = measured.setdefault(m["run_id"], (set(), set()))
+                impls.add(m["impl"])
+                passes.add(m["pass"])
         out = []
         for r in found:
             header = json.loads(r["header_json"]) if r["header_json"] else {}
             versions = header.get("versions") if isinstance(header.get("versions"), dict) else {}
             per_status = counts.get(r["run_id"], {})
+            impls, passes = measured.get(r["run_id"], ((), ()))
             out.append({
                 "run_id": r["run_id"], "created_at": r["created_at"], "device_name": r["device_name"], "kind": r["kind"],
                 "rows": r["n"], "complete": bool(r["complete"]), "source": r["source"],
@@ -214,6 +221,7 @@ class Store:
                 "git_dirty": header.get("git_dirty") if isinstance(header.get("git_dirty"), bool) else None,
                 "versions": {k: versions.get(k) for k in ("torch", "triton")},
                 "counts": {k: per_status.get(k, 0) for k in ("ok", "skipped", "error", "wrong")},
+                "implementations": sorted(i for i in impls if i), "passes": sorted(p for p in passes if p),
             })
         return out
 

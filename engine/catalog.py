@@ -1,9 +1,10 @@
 """The implementations as the layers above the engine see them: the listing, each one's launch grid, and the
-loading of plug-ins. The service goes through here and never imports ``kernels.registry`` itself.
+loading of plug-ins. The service and the CLI go through here and never import ``kernels.registry`` themselves.
 
     prepare_process(plugins)   before anything imports Triton: the interpreter when there is no GPU (the
                                engine's rule), then the registry with the built-ins, entry points,
                                ``RMSNORM_PLUGINS`` and ``plugins``; returns the registry
+    load_registry(plugins)     the same registry, Triton's mode left as the caller set it (the CLI's way)
     list_implementations()     one dict per implementation (``/api/implementations``)
     launch_grids(M, N, sm)     ``{name: launch grid or None}`` (``/api/launch``)
 """
@@ -38,6 +39,12 @@ def prepare_process(plugins: Iterable[str] = (), interpreter_on_cpu: bool = Fals
     if plugins:
         load_all(extra_paths=plugins, registry=registry)
     return registry
+
+
+def load_registry(plugins: Iterable[str] = ()) -> Registry:
+    """The registry with the built-ins, entry points, ``RMSNORM_PLUGINS`` and ``plugins`` loaded (ValueError or
+    TypeError for a path that is no plug-in); Triton's interpreter is left as the caller set it."""
+    return load_all(extra_paths=tuple(plugins))
 
 
 def list_implementations(registry: Optional[Registry] = None) -> list[dict[str, Any]]:

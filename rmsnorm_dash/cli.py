@@ -46,10 +46,10 @@ def _plugins(args: argparse.Namespace) -> list[str]:
 
 
 def _load_registry(parser: argparse.ArgumentParser, args: argparse.Namespace):
-    from kernels.registry import load_all
+    from engine.catalog import load_registry
 
     try:
-        return load_all(extra_paths=_plugins(args))
+        return load_registry(_plugins(args))
     except (ValueError, TypeError) as exc:  # a bad --plugin / RMSNORM_PLUGINS path
         parser.error(str(exc))
 
@@ -131,9 +131,9 @@ def cmd_list(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     import json
 
     registry = _load_registry(parser, args)
-    from kernels.registry import describe_all
+    from engine.catalog import list_implementations
 
-    entries = describe_all(registry)
+    entries = list_implementations(registry)
     if args.json:
         print(json.dumps(entries, indent=2))
         return 0

@@ -134,7 +134,7 @@ async function main() {
     panel.setPresets([]);
   }
   await history.refresh();
-  // dashA: the runs the URL names, else the newest stored GPU run; then the URL's view, filters, baseline.
+  // dashA: the runs the URL names, else the first-look run (firstLookRun); then the URL's view, filters, baseline.
   await openFirstLook({ history, views });
   views.ready = true;
   views.changed();

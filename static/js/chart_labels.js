@@ -1,4 +1,5 @@
-// Names and ticks the charts write: a run's label (device, date, CUDA-graph timings said so), N ticks.
+// Names and ticks the charts write: a run's label (device, date, CUDA-graph timings said so), N ticks, the
+// notes under the charts and the line naming the runs shown.
 
 function shortDate(iso) {
   if (!iso) return "";
@@ -31,4 +32,22 @@ export function chartNotes(built, entries) {
   if (built.fwd.best.length + built.bwd.best.length) parts.push("★ the fastest measured implementation of each shape");
   if (entries.some((e) => e.row.q1_us != null)) parts.push("error bars: interquartile range (min–max in the hover)");
   return parts.join(" · ");
+}
+
+const fmt = (v, digits = 1) => (v == null || !Number.isFinite(v) ? "–" : Number(v).toFixed(digits));
+
+// The line above the charts: each run shown, its rows per status, its copy ceiling and timing mode.
+export function sourcesSentence(sources) {
+  if (sources.length === 0) return "No results yet: start a sweep, or open a stored run under History.";
+  const parts = sources.map((s) => {
+    const n = (st) => s.rows.filter((r) => r.status === st).length;
+    const ceiling = s.header?.ceiling_GBps;
+    const mode = s.rows.find((r) => r.mode)?.mode;
+    let text = `${s.label}: ${n("ok")} measured`;
+    for (const st of ["skipped", "error", "wrong"]) if (n(st)) text += `, ${n(st)} ${st}`;
+    if (Number.isFinite(ceiling)) text += `, copy ceiling ${fmt(ceiling)} GB/s`;
+    if (mode && mode !== "cuda") text += ` (${mode} timings)`;
+    return text;
+  });
+  return `Showing ${parts.join(" | ")}`;
 }

@@ -1,31 +1,19 @@
-// The plotly charts: forward and backward panels (traces: chart_traces.js), three views (effective GB/s,
-// % of ceiling, latency), a log-y option, a kernel-breakdown bar chart for profiled rows (chart_profile.js),
-// a CSV of the current view. Rows can arrive one at a time while a run streams. Colours follow the page's
-// colour scheme (chart_theme.js).
+// The plotly charts: forward and backward panels (traces: chart_traces.js; a panel's layout: chart_layout.js),
+// three views (effective GB/s, % of ceiling, latency), a log-y option, a kernel-breakdown bar chart for profiled
+// rows (chart_profile.js), a CSV of the current view. Rows can arrive one at a time while a run streams. Colours
+// follow the page's colour scheme (chart_theme.js).
 // The dtype and M filters default to one dtype and one M (the first dtype and the largest M of a stored
 // run; those of the first rows received while a run streams), so each panel has one trace per implementation.
 
-import { ALL, VIEWS, timed, panelTraces, starAnnotations, ceilingTraces } from "./chart_traces.js";
+import { ALL, VIEWS, timed, panelTraces, ceilingTraces } from "./chart_traces.js";
 import { modeBarConfig, untab, csvOfView, download, drawSerial } from "./chart_tools.js";
-import { chartTheme, themedLayout, onSchemeChange } from "./chart_theme.js";
+import { chartTheme, onSchemeChange } from "./chart_theme.js";
 import { drawProfile, pickShape, profiledRows } from "./chart_profile.js";
 import { currentScheme } from "./palette.js";
-import { chartNotes, sourceLabel, powersOfTwo, tickText } from "./chart_labels.js";
-import { modelNames, nTicks, tickLabels } from "./model_names.js";
+import { chartNotes, sourceLabel, sourcesSentence } from "./chart_labels.js";
+import { LEGEND_GAP_PX, guessLegendPx, legendBand, panelLayout } from "./chart_layout.js";
 
 export { sourceLabel };
-
-const PASS_TITLES = { fwd: "Forward", bwd: "Backward (dx and dγ)" };
-const fmt = (v, digits = 1) => (v == null || !Number.isFinite(v) ? "–" : Number(v).toFixed(digits));
-
-// The legend sits below the axis title, in a band of its own sized for its entries.
-const LEGEND_ROW_PX = 19;
-const LEGEND_GAP_PX = 6;
-const PLOT_PX = 320;
-const BOTTOM_PX = 62; // tick labels and the x-axis title
-// The mode bar takes the top band of a panel; the title sits under it (never covered), wrapped on a phone.
-const MODEBAR_PX = 30;
-const TITLE_LINE_PX = 19;
 
 export class Charts {
   constructor({ fwd, bwd, sourcesLine, dtypeSelect, mSelect, logY, csvButton, pngButton, notes, profile, profileCaption }) {
@@ -197,30 +185,6 @@ export class Charts {
     fill(this.selects.M, Ms, M, (v) => v);
   }
 
-  // A first guess of the legend band (about 7 px a character, 40 px for an entry's line and gaps).
-  _guessLegendPx(data, width) {
-    let rows = 1;
-    let used = 0;
-    for (const t of data) {
-      if (t.showlegend === false) continue;
-      const w = 40 + 7 * t.name.length;
-      if (used > 0 && used + w > width) {
-        rows++;
-        used = 0;
-      }
-      used += w;
-    }
-    return rows * LEGEND_ROW_PX + LEGEND_GAP_PX;
-  }
-
-  // The title under the mode bar; split at its colon when it would not fit on one line (about 7.5 px a
-  // character at 14 px).
-  _title(pass, width) {
-    const one = `${PASS_TITLES[pass]}: ${VIEWS[this.view].title}${this.logY ? " (log y)" : ""}`;
-    const lines = one.length * 7.5 > width - 24 ? one.replace(": ", ":<br>") : one;
-    return { text: lines, count: lines.includes("<br>") ? 2 : 1 };
-  }
-
   render() {
     const Plotly = window.Plotly;
     const choice = this._resolveFilter();
@@ -243,41 +207,11 @@ export class Charts {
       // panel's width (measured after drawing), so it never covers the title and is never cut.
       const width = el.clientWidth || 600;
       this._widths.set(el, width);
-      const legendPx = data.length ? this._legendPx.get(`${pass}|${width}|${data.length}`) ?? this._guessLegendPx(data, width) : 0;
-      const ticks = nTicks(xs, xs.length ? powersOfTwo(Math.min(...xs), Math.max(...xs)) : [256, 1024, 4096, 16384]);
-      const named = ticks.some((t) => modelNames(t).length) ? 78 : 0; // slanted ticks with a model name
-      // A ceiling far above every point (small CPU shapes) would flatten them: keep the points
-      // readable and say where the ceiling is.
-      const ys = traces.flatMap((t) => t.y.map((y, i) => y + (t.error_y.array[i] || 0))).filter(Number.isFinite);
-      const top = ys.length ? Math.max(...ys) : 0;
-      const levels = ceilings.map((t) => t.y[0]);
-      const offScale = !this.logY && this.view !== "latency" && top > 0 && levels.length && Math.min(...levels) > 4 * top;
-      const notes = [];
-      if (!traces.length) {
-        notes.push({ text: `no ${pass === "fwd" ? "forward" : "backward"} results`, showarrow: false, xref: "paper", yref: "paper", x: 0.5, y: 0.5, font: { color: theme.muted } });
-      } else if (offScale) {
-        const c = this.view === "pct" ? "100%" : `${fmt(Math.min(...levels))} GB/s`;
-        notes.push({ text: `↑ copy ceiling ${c}: far above these points`, showarrow: false, xref: "paper", yref: "paper", x: 1, y: 1, xanchor: "right", yanchor: "bottom", font: { color: theme.muted, size: 11 } });
-      }
-      const title = this._title(pass, width);
-      // plotly anchors a title's first line: a second line takes the band's extra height above it.
-      const padTop = MODEBAR_PX + (title.count - 1) * TITLE_LINE_PX;
-      const topPx = padTop + title.count * TITLE_LINE_PX + 10;
-      const yaxis = { title: { text: VIEWS[this.view].title }, zeroline: false };
-      if (this.logY) Object.assign(yaxis, { type: "log", autorange: true });
-      else Object.assign(yaxis, { type: "linear", rangemode: "tozero", ...(offScale ? { range: [0, top * 1.15], autorange: false } : { autorange: true }) });
-      const layout = themedLayout(theme, {
-        title: { text: title.text, font: { size: 14 }, x: 0.01, xanchor: "left", yref: "container", y: 1, yanchor: "top", pad: { t: padTop } },
-        margin: { l: 60, r: 16, t: topPx, b: BOTTOM_PX + named + legendPx },
-        height: PLOT_PX + BOTTOM_PX + named + legendPx + topPx - 48,
-        xaxis: { title: { text: "N (hidden size, log₂ axis)" }, type: "log", tickvals: ticks, ticktext: tickLabels(ticks, tickText, (width - 76) / Math.max(1, Math.log2(ticks[ticks.length - 1] / ticks[0]))), tickangle: named ? -40 : "auto", tickfont: { size: named ? 10 : 12 }, zeroline: false },
-        yaxis,
-        showlegend: data.length > 0,
-        legend: { orientation: "h", xref: "container", x: 0, xanchor: "left", yref: "container", y: 0, yanchor: "bottom", maxheight: 5000, font: { size: 11 } },
-        hovermode: "closest",
-        annotations: [...notes, ...starAnnotations(best, { logY: this.logY })],
-        uirevision: `${this.view}|${this.logY}|${this.filter.dtype}|${this.filter.M}|${this.sources.map((s) => s.key).join(",")}`,
-      });
+      const bandKey = `${pass}|${width}|${data.length}`;
+      const legendPx = data.length ? this._legendPx.get(bandKey) ?? guessLegendPx(data, width) : 0;
+      const revision = `${this.view}|${this.logY}|${this.filter.dtype}|${this.filter.M}|${this.sources.map((s) => s.key).join(",")}`;
+      const { layout, band } = panelLayout({ pass, view: this.view, logY: this.logY, width, traces, ceilings, xs, best, theme,
+        legendPx, revision });
       const measured = traces.filter((t) => t.meta.kind === "measured");
       const counts = { traces: String(measured.length), points: String(measured.reduce((n, t) => n + t.x.length, 0)),
         wrong: String(built[pass].wrongCount) };
@@ -287,9 +221,8 @@ export class Charts {
         this._hook(el);
         const drawn = el.querySelector(".legend .bg");
         const need = drawn ? Math.ceil(drawn.getBBox().height) + LEGEND_GAP_PX : 0;
-        this._legendPx.set(`${pass}|${width}|${data.length}`, need);
-        const relaid = data.length && Math.abs(need - legendPx) > 1
-          ? Plotly.relayout(el, { "margin.b": BOTTOM_PX + named + need, height: PLOT_PX + BOTTOM_PX + named + need + topPx - 48 }) : null;
+        this._legendPx.set(bandKey, need);
+        const relaid = data.length && Math.abs(need - legendPx) > 1 ? Plotly.relayout(el, legendBand(band, need)) : null;
         untab(el);
         Object.assign(el.dataset, counts); // what the tests read: the counts of what is drawn now
         return Promise.all([plotted, relaid]);
@@ -340,21 +273,6 @@ export class Charts {
 
   _describeSources(built) {
     if (this.els.notes) this.els.notes.textContent = chartNotes(built, this._entries);
-    if (!this.sourcesLine) return;
-    if (this.sources.length === 0) {
-      this.sourcesLine.textContent = "No results yet: start a sweep, or open a stored run under History.";
-      return;
-    }
-    const parts = this.sources.map((s) => {
-      const n = (st) => s.rows.filter((r) => r.status === st).length;
-      const ceiling = s.header?.ceiling_GBps;
-      const mode = s.rows.find((r) => r.mode)?.mode;
-      let text = `${s.label}: ${n("ok")} measured`;
-      for (const st of ["skipped", "error", "wrong"]) if (n(st)) text += `, ${n(st)} ${st}`;
-      if (Number.isFinite(ceiling)) text += `, copy ceiling ${fmt(ceiling)} GB/s`;
-      if (mode && mode !== "cuda") text += ` (${mode} timings)`;
-      return text;
-    });
-    this.sourcesLine.textContent = `Showing ${parts.join(" | ")}`;
+    if (this.sourcesLine) this.sourcesLine.textContent = sourcesSentence(this.sources);
   }
 }

@@ -4,22 +4,19 @@
 // trucks with many rows, a default for the rest). The grid is the real one (GET /api/launch); the times are
 // the selected run's measured ones, at the shapes it measured (dock_data.js); the cost model
 // (dock_model.js) draws other shapes only when the user ticks "cost model for unmeasured shapes".
-// Test hooks: window.dockState[impl] = {queueLength, frame, timing, ...}; window.dockScene.
+// The lanes are drawn and animated by dock_scene.js. Test hooks: window.dockState[impl] = {queueLength, frame,
+// timing, ...}; window.dockScene (dock_scene.js; the dock adds mValues, nValues and, through dock_controls.js,
+// dtype, runId, offered).
 
 import { getLaunch } from "./api.js";
-import { colorFor } from "./palette.js";
-import { stretchTo, phaseAt } from "./dock_model.js";
 import { familyOf, painterFor, scheduleFor } from "./dock_painters/index.js";
-import { geometry, paintGround, paintTrucks } from "./dock_painters/lane.js";
-import { fmtUs } from "./dock_painters/labels.js";
 import { bestShape, chooseDtype, isGpuRun, measuredShapes, measuredUs, nearestIndex, readUrlShape, writeUrlShape } from "./dock_data.js";
-import { LANE_HEIGHT, makeLane, setLaneTexts } from "./dock_lanes.js";
 import { renderPicker, showSource, timingSentence } from "./dock_controls.js";
+import { DockScene } from "./dock_scene.js";
 
 const POW2 = (lo, hi) => Array.from({ length: hi - lo + 1 }, (_, i) => 2 ** (lo + i));
 const DEFAULT_M = POW2(8, 17);
 const DEFAULT_N = POW2(8, 15);
-const HOLD_MS = 1500;
 const union = (a, b = []) => [...new Set([...a, ...b])].sort((x, y) => x - y);
 
 export class Dock {
@@ -27,17 +24,10 @@ export class Dock {
     this.els = els; // {mode, m, mOut, n, nOut, sm, play, impls, lanes, timing, useModel, source, dtypeFilter}
     this.impls = [];
     this.hidden = new Set();
-    this.lanes = [];
     this.measured = null; // the run document the dock uses
     this.offered = null; // a finished run the user may switch the dock to
     this.mValues = [...DEFAULT_M];
     this.nValues = [...DEFAULT_N];
-    this.playing = !window.matchMedia?.("(prefers-reduced-motion: reduce)").matches;
-    this.clock = 0;
-    this.frame = 0;
-    this.last = null;
-    this.slowMs = 5000;
-    this.msPerUs = 1;
     this._rebuildTimer = null;
     this._generation = 0;
     this._filter = this._filterValue();
@@ -45,13 +35,13 @@ export class Dock {
     // The shape asked for: the URL's dockM/dockN, then the user's slider moves. Each run opened snaps to it (the
     // first look's run would otherwise use up a shared link's shape before the user opens theirs).
     this.wantShape = readUrlShape();
-    window.dockState = {};
-    window.dockScene = { playing: this.playing, frame: 0, seekUs: (us) => this.seekUs(us) };
+    // Every frame: the chart's dtype filter may have changed (the dock follows it).
+    this.scene = new DockScene({ box: els.lanes, mode: () => this.mode,
+      onFrame: () => this._filterValue() !== this._filter && this._refreshData() });
     this._wire();
     this._setShape(this.wantShape.M ?? 16384, this.wantShape.N ?? 4096);
     this._updatePlayButton();
     this._showSource();
-    requestAnimationFrame((ts) => this._tick(ts));
   }
 
   get mode() {
@@ -72,7 +62,7 @@ export class Dock {
   }
 
   _wire() {
-    const { mode, m, n, sm, play, lanes, useModel } = this.els;
+    const { mode, m, n, sm, play, useModel } = this.els;
     mode.addEventListener("change", () => {
       this._renderPicker();
       this._refreshData();
@@ -88,10 +78,9 @@ export class Dock {
     useModel?.addEventListener("change", () => this._refreshData());
     sm.addEventListener("change", () => this.rebuild());
     play.addEventListener("click", () => {
-      this.playing = !this.playing;
+      this.scene.setPlaying(!this.scene.playing);
       this._updatePlayButton();
     });
-    new ResizeObserver(() => this._resize()).observe(lanes);
   }
 
   _shapeChosen() {
@@ -101,9 +90,8 @@ export class Dock {
   }
 
   _updatePlayButton() {
-    this.els.play.textContent = this.playing ? "Pause" : "Play";
-    this.els.play.setAttribute("aria-pressed", String(this.playing));
-    window.dockScene.playing = this.playing;
+    this.els.play.textContent = this.scene.playing ? "Pause" : "Play";
+    this.els.play.setAttribute("aria-pressed", String(this.scene.playing));
   }
 
   _filterValue() {
@@ -229,6 +217,7 @@ export class Dock {
       this.els.timing.textContent = `Could not read the launch grids: ${err.message}`;
     }
     if (generation !== this._generation) return; // a newer rebuild is on its way
+    const runId = this.measured?.run?.run_id ?? null; // the run whose times the lanes take
     const schedules = this._shown().map((impl) => {
       const launch = launches?.[impl.name] ?? null;
       const measured = this.measured ? measuredUs(this.measured, { impl: impl.name, mode, M, N, dtype }) : null;
@@ -237,116 +226,13 @@ export class Dock {
       const forwardLaunch = impl.passes.includes("bwd") ? null : launch;
       const elementBytes = dtype === "float32" ? 4 : 2;
       const schedule = scheduleFor({ family, launch, M, N, smCount, mode, elementBytes, forwardLaunch });
-      return { impl, launch, measured, schedule, painter, dtype };
+      return { impl, launch, measured, schedule, painter, dtype, runId };
     });
     const allMeasured = schedules.length > 0 && schedules.every((s) => s.measured);
     const model = !allMeasured && !this.measuredOnly;
-    for (const s of schedules) {
-      s.timing = model ? "model" : s.measured ? "measured" : "unmeasured";
-      if (s.timing === "measured") s.schedule = stretchTo(s.schedule, s.measured.us);
-    }
-    const drawn = schedules.filter((s) => s.timing !== "unmeasured").map((s) => s.schedule.total);
-    const fastest = Math.min(...drawn);
-    const slowest = Math.max(...drawn);
-    const ratio = drawn.length ? slowest / fastest : 1;
-    // The slowest lane takes 6–30 s of wall time (the fastest at least 3 s when it can); every lane uses the same scale, so the
-    // ratios on screen are the ratios of the times (measured ones when a run is selected).
-    this.slowMs = Math.min(30000, Math.max(6000, 3000 * ratio));
-    this.msPerUs = drawn.length ? this.slowMs / slowest : 1;
-    this.fastest = drawn.length ? fastest : null;
-    this._makeLanes(schedules);
-    this.clock = 0;
+    const ratio = this.scene.show(schedules, { model });
     this.els.timing.textContent = timingSentence(schedules, {
       allMeasured, model, ratio, mode, M, N, smCount, dtype, run: this.measured?.run,
     });
-  }
-
-  _makeLanes(schedules) {
-    const box = this.els.lanes;
-    box.replaceChildren();
-    window.dockState = {};
-    this.lanes = schedules.map((info) => makeLane(box, info));
-    this._resize();
-    for (const lane of this.lanes) this._draw(lane, 0, true);
-  }
-
-  _resize() {
-    const dpr = window.devicePixelRatio || 1;
-    for (const lane of this.lanes) {
-      const w = Math.max(240, lane.canvas.parentElement.clientWidth);
-      lane.w = w;
-      lane.h = LANE_HEIGHT;
-      lane.canvas.style.width = `${w}px`;
-      lane.canvas.style.height = `${LANE_HEIGHT}px`;
-      lane.canvas.width = Math.round(w * dpr);
-      lane.canvas.height = Math.round(LANE_HEIGHT * dpr);
-      lane.ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-      lane.pos.clear();
-      if (!this.playing || lane.timing === "unmeasured") this._draw(lane, this._laneTime(lane, this.clock / this.msPerUs), true);
-    }
-  }
-
-  _laneTime(lane, us) {
-    return lane.timing === "unmeasured" ? 0 : Math.min(us, lane.schedule.total);
-  }
-
-  // Jump to time `us` of the timetable (the tests' and screenshots' way to show a chosen moment).
-  seekUs(us) {
-    this.clock = Math.max(0, us) * this.msPerUs;
-    for (const lane of this.lanes) this._draw(lane, this._laneTime(lane, us), true);
-  }
-
-  _tick(ts) {
-    const dt = this.last == null ? 16 : Math.min(100, ts - this.last);
-    this.last = ts;
-    if (this._filterValue() !== this._filter) this._refreshData(); // the chart's dtype filter changed
-    if (this.playing && this.lanes.length) {
-      this.clock += dt;
-      let snap = false;
-      if (this.clock > this.slowMs + HOLD_MS) {
-        this.clock = 0;
-        snap = true;
-      }
-      this.frame++;
-      for (const lane of this.lanes) {
-        if (lane.timing === "unmeasured") continue;
-        lane.frame++;
-        this._draw(lane, this._laneTime(lane, this.clock / this.msPerUs), snap, dt);
-      }
-      window.dockScene.frame = this.frame;
-    }
-    requestAnimationFrame((t) => this._tick(t));
-  }
-
-  // The lane's painter (dock_painters/) draws its family's picture; the texts are the lane's DOM labels.
-  _draw(lane, t, snap = false, dt = 16) {
-    const { ctx, schedule: s, painter } = lane;
-    const g = geometry(lane, { top: 20, bottomPad: 8 });
-    const color = colorFor(lane.impl.name);
-    const boxes = [];
-    paintGround(ctx, g, s, t);
-    painter.paint(ctx, lane, g, t, color, boxes);
-    paintTrucks(ctx, lane, g, t, { snap, dt, color, painter, extra: painter.prepare?.(s, t) });
-
-    const unmeasured = lane.timing === "unmeasured";
-    const q = painter.queue && !unmeasured ? painter.queue(s, t) : 0;
-    const phase = unmeasured ? "not measured" : phaseAt(s, t);
-    const ratio = this.fastest ? s.total / this.fastest : 1;
-    const done = t >= s.total;
-    setLaneTexts(lane, unmeasured
-      ? { status: `not measured at this shape (${lane.dtype}) in the selected run`, clock: "no time" }
-      : {
-        status: phase + (painter.status ? painter.status(s, t) : ""),
-        clock: done ? `done in ${fmtUs(s.total)} (${lane.timing}) · ${ratio.toFixed(2)}× the fastest` : `${fmtUs(t)} of ${fmtUs(s.total)} (${lane.timing})`,
-        done,
-      });
-
-    window.dockState[lane.impl.name] = {
-      family: lane.impl.family, kind: s.kind, mode: this.mode, programs: s.programs, rowsPerProgram: s.rowsPerProgram,
-      partialRows: s.partialRows, trucks: s.trucks.length, blocksPerTruck: s.blocksPerTruck, queueLength: q,
-      maxQueueLength: s.maxQueueLength, frame: lane.frame, phase, progress: s.total ? t / s.total : 1, totalUs: s.total,
-      modelUs: s.modelTotal, measuredUs: lane.measured?.us ?? null, timing: lane.timing, M: s.M, N: s.N, smCount: s.smCount,
-      dtype: lane.dtype, labels: boxes, canvasW: g.W, canvasH: g.H,
-    };
   }
 }

@@ -1,7 +1,29 @@
-// What the page opens with (issue 17): the runs a URL names, else the newest stored GPU run; and a live run
-// drawn over the stored run that was open (its baseline), at the live sweep's shapes, every M shown.
+// What the page opens with (issue 17): the runs a URL names, else the first-look run (firstLookRun: the broadest
+// GPU run of the newest day); and a live run drawn over the stored run that was open (its baseline), at the live
+// sweep's shapes, every M shown.
 
 import { readUrlState } from "./url_state.js";
+
+const bothPasses = (r) => ["fwd", "bwd"].every((p) => (r.passes ?? []).includes(p));
+
+// The run a first visit opens, from the listing of GET /api/runs (newest first): the GPU runs with a measured row;
+// of them those of the newest day (the UTC date of created_at), so a side run of an older day never hides today's;
+// of that day's the one that measured both passes, then the most implementations, then the most measured rows,
+// then the newest (a day's thin side run, e.g. one implementation re-measured, does not hide its full comparison).
+// null when no GPU run is stored.
+export function firstLookRun(runs) {
+  const gpu = (runs ?? []).filter((r) => r.kind === "cuda" && (r.counts?.ok ?? 0) > 0);
+  if (!gpu.length) return null;
+  const day = (r) => String(r.created_at ?? "").slice(0, 10);
+  const newest = gpu.map(day).reduce((a, b) => (b > a ? b : a));
+  const rank = (r) => [bothPasses(r) ? 1 : 0, (r.implementations ?? []).length, r.counts.ok, String(r.created_at ?? "")];
+  const better = (a, b) => {
+    const [x, y] = [rank(a), rank(b)];
+    for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return x[i] > y[i];
+    return false; // a tie keeps the one listed first (the newest stored)
+  };
+  return gpu.filter((r) => day(r) === newest).reduce((best, r) => (better(r, best) ? r : best));
+}
 
 // history: the History table (runs listing, open(id, {overlay})); views: the Views (apply(state)).
 export async function openFirstLook({ history, views }) {
@@ -12,8 +34,8 @@ export async function openFirstLook({ history, views }) {
     if (doc) opened++;
   }
   if (!opened) {
-    const gpu = (history.runs ?? []).find((r) => r.kind === "cuda" && r.rows > 0);
-    if (gpu) await history.open(gpu.run_id);
+    const first = firstLookRun(history.runs);
+    if (first) await history.open(first.run_id);
   }
   views.apply(state);
 }

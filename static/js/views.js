@@ -71,11 +71,13 @@ export class Views {
     return [...names].sort();
   }
 
-  // The baseline in force: the pick while measured in a shown run, else torch-native, else the run's own.
+  // The baseline in force: the pick while measured in a shown run, else torch-native, else the run's own (before
+  // any row is measured, the pick stands: a URL's baseline waits for the live run's rows).
   resolvedBaseline() {
     const impls = this._implsMeasured();
     if (this.baseline && impls.includes(this.baseline)) return this.baseline;
-    if (impls.includes(DEFAULT_BASELINE) || !impls.length) return this.baseline ?? DEFAULT_BASELINE;
+    if (!impls.length) return this.baseline ?? DEFAULT_BASELINE;
+    if (impls.includes(DEFAULT_BASELINE)) return DEFAULT_BASELINE;
     const own = this.charts.sources.map((s) => s.header?.sweep?.baseline).find((b) => b && impls.includes(b));
     return own ?? impls[0];
   }

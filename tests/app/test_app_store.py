@@ -28,7 +28,8 @@ def test_live_run_round_trip(tmp_path):
                                   "kind": "cpu", "rows": 2, "complete": True, "source": "live",
                                   "timing": document["rows"][0].get("timing"), "label": None, "git_commit": None,
                                   "git_dirty": None, "versions": {"torch": None, "triton": None},
-                                  "counts": {"ok": 2, "skipped": 0, "error": 0, "wrong": 0}}]
+                                  "counts": {"ok": 2, "skipped": 0, "error": 0, "wrong": 0},
+                                  "implementations": ["eager", "triton"], "passes": ["bwd", "fwd"]}]
     table = list(csv.DictReader(io.StringIO(store.export_csv("r1"))))
     assert [t["launch.programs"] for t in table] == ["", "264"] and "launch" not in table[0]
     assert [float(t["median_us"]) for t in table] == [1.5, 2.5] and table[0]["device.label"] == "cpu:0"
@@ -67,6 +68,8 @@ def test_listing_names_the_file_commit_versions_and_counts_each_status(tmp_path)
     assert listed["label"] == "gpu-run.json" and listed["git_commit"] == "abc1234" and listed["git_dirty"] is True
     assert listed["versions"] == {"torch": "2.13", "triton": "3.6"}
     assert listed["counts"] == {"ok": 1, "skipped": 2, "error": 1, "wrong": 1}
+    # Only measured rows count as what a run measured: the wrong, skipped and error rows name neither.
+    assert listed["implementations"] == ["eager"] and listed["passes"] == ["fwd"]
 
 
 def test_a_store_made_before_labels_gains_the_column(tmp_path):

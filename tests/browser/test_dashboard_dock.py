@@ -116,9 +116,9 @@ def test_dock_runs_at_the_committed_gpu_runs_measured_backward_times(make_page, 
         box.set_checked(box.get_attribute("value") in shown)
     page.locator(f'#history-table tbody tr[data-run-id="{doc["run"]["run_id"]}"] button.open').click()
     page.wait_for_function(
-        "(names) => window.dockState && Object.keys(window.dockState).sort().join() === names.join()"
-        " && Object.values(window.dockState).every((s) => s.timing === 'measured')",
-        arg=shown,
+        "([names, id]) => window.dockState && Object.keys(window.dockState).sort().join() === names.join()"
+        " && Object.values(window.dockState).every((s) => s.timing === 'measured' && s.runId === id)",
+        arg=[shown, doc["run"]["run_id"]],
     )
     state = page.evaluate("window.dockState")
     m, n, sm = state["triton-atomic"]["M"], state["triton-atomic"]["N"], state["triton-atomic"]["smCount"]

@@ -155,8 +155,9 @@ def test_dock_shape_round_trips_through_the_url(make_page, server):
     Ns = sorted({r["N"] for r in rows if r["M"] == Ms[0]})
     M, N = Ms[0], Ns[len(Ns) // 2]
 
-    # A shared link: the sliders and the lanes come up at its shape; other parameters are kept.
-    page = make_page(path=f"/?keep=yes&dockM={M}&dockN={N}")
+    # A shared link (the page writes the runs shown into it too): the sliders and the lanes come up at its shape;
+    # other parameters are kept.
+    page = make_page(path=f"/?keep=yes&runs={run_id}&dockM={M}&dockN={N}")
     show_only(page, SHOWN)
     wait_settled(page, SHOWN, M, N)
     assert (slider_value(page, "m"), slider_value(page, "n")) == (M, N)

@@ -1,4 +1,5 @@
-"""The first look and the per-shape table (issue 17): a first visit opens the newest stored GPU run; the table's ★
+"""The first look and the per-shape table (issue 17): a first visit opens the first-look run (the newest day's
+broadest GPU run, first_look_rule.py), and the page's rule picks as documented on made-up listings; the table's ★
 is the API summary's `best` for every shape; a `wrong` row (the engine's correctness gate) is marked and never
 starred even when it is the fastest; skipped rows are hidden; GB/s and speedups are the stored values; sorting."""
 
@@ -10,6 +11,7 @@ import uuid
 
 import pytest
 from browser_paths import COMMITTED_RESULTS
+from first_look_rule import first_look_run
 
 from engine.summary import summarize
 
@@ -20,10 +22,10 @@ pytestmark = [
 ]
 
 
-def newest_gpu_run(server):
-    runs = [r for r in server.get("/api/runs") if r["kind"] == "cuda" and r["rows"] > 0]
-    assert runs, "the committed GPU runs should be stored"
-    return runs[0]  # the listing is newest first
+def first_look(server):
+    run = first_look_run(server.get("/api/runs"))
+    assert run, "the committed GPU runs should be stored"
+    return run
 
 
 def set_filters(page, dtype="all", m="all"):
@@ -69,21 +71,53 @@ def check_stars(page, doc):
     return lines
 
 
-def test_first_visit_opens_the_newest_gpu_run(make_page, server):
-    newest = newest_gpu_run(server)
+def test_first_visit_opens_the_first_look_run(make_page, server):
+    newest = first_look(server)
+    # The listing's word for what the run measured is its rows' (the rule ranks by it).
+    doc = server.get(f"/api/runs/{newest['run_id']}")
+    ok = [r for r in doc["rows"] if r["status"] == "ok"]
+    assert newest["implementations"] == sorted({r["impl"] for r in ok}) and newest["passes"] == sorted({r["pass"] for r in ok})
     page = make_page()
     page.wait_for_function("() => +document.querySelector('#chart-fwd').dataset.points > 0")
     assert page.locator(f'#history-table tbody tr[data-run-id="{newest["run_id"]}"].shown').count() == 1
     assert page.input_value("#table-run") == newest["run_id"]
     assert newest["device_name"] in page.locator("#chart-sources").inner_text()
     # What is drawn is that run's stored rows at the default filters.
-    doc = server.get(f"/api/runs/{newest['run_id']}")
     drawn = page.evaluate(
         "() => document.getElementById('chart-bwd').data.filter((t) => t.customdata)"
         ".flatMap((t) => t.customdata.map((c, i) => [c[0], c[1], c[2], c[3], t.y[i]]))"
     )
     stored = {(r["impl"], r["M"], r["N"], r["dtype"]): r["GBps"] for r in doc["rows"] if r["pass"] == "bwd" and r["status"] == "ok"}
     assert drawn and all(math.isclose(y, stored[(i, m, n, d)], rel_tol=1e-9) for i, m, n, d, y in drawn)
+
+
+def listing(run_id, created_at, impls, passes=("bwd", "fwd"), ok=10, kind="cuda"):
+    return {"run_id": run_id, "created_at": created_at, "kind": kind, "rows": ok, "counts": {"ok": ok},
+            "implementations": [f"impl-{i}" for i in range(impls)], "passes": list(passes)}
+
+
+@pytest.mark.parametrize("runs, chosen", [
+    # A thin side run on the newest day does not hide that day's broad comparison (issue 17: the QuACK-only run).
+    ([listing("side", "2026-12-03T08:40:00Z", 3), listing("broad", "2026-12-03T08:16:00Z", 6),
+      listing("older", "2026-12-02T16:00:00Z", 9)], "broad"),
+    # An older day's run never wins over the newest day's, however broad; CPU runs and runs without a measured row
+    # never count.
+    ([listing("cpu", "2026-12-04T09:00:00Z", 9, kind="cpu"), listing("empty", "2026-12-04T08:00:00Z", 9, ok=0),
+      listing("today", "2026-12-03T07:00:00Z", 2), listing("yesterday", "2026-12-02T07:00:00Z", 9)], "today"),
+    # Both passes before the number of implementations; then the most measured rows; then the newest.
+    ([listing("fwd-only", "2026-12-03T10:00:00Z", 8, passes=("fwd",)), listing("both", "2026-12-03T09:00:00Z", 4)], "both"),
+    ([listing("few-rows", "2026-12-03T10:00:00Z", 5, ok=96), listing("many-rows", "2026-12-03T09:00:00Z", 5, ok=336)],
+     "many-rows"),
+    ([listing("new", "2026-12-03T10:00:00Z", 5), listing("old", "2026-12-03T09:00:00Z", 5)], "new"),
+    ([listing("cpu", "2026-12-03T10:00:00Z", 5, kind="cpu")], None),
+])
+def test_the_page_rule_picks_the_documented_run(make_page, runs, chosen):
+    """The page's firstLookRun, on made-up listings, against the rule as documented (first_look_rule.py)."""
+    page = make_page()
+    picked = page.evaluate("async (runs) => (await import('/static/js/first_look.js')).firstLookRun(runs)?.run_id ?? null",
+                           runs)
+    assert picked == chosen
+    assert (first_look_run(runs) or {}).get("run_id") == chosen
 
 
 def test_table_stars_match_the_api_summary_for_every_shape(make_page, server, shot):

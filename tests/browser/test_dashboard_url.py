@@ -9,6 +9,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 from browser_paths import COMMITTED_RESULTS
+from first_look_rule import first_look_run
 
 pytestmark = [
     pytest.mark.browser,
@@ -193,10 +194,10 @@ def test_a_live_run_is_drawn_over_the_open_stored_run(make_page, server):
 
 
 def test_a_bad_url_falls_back_to_the_first_look(make_page, server, guard):
-    """Unknown run ids and values in the URL are ignored: the page opens the newest GPU run, says what it could
+    """Unknown run ids and values in the URL are ignored: the page opens the first-look run, says what it could
     not open, and never throws."""
     guard.expect_http_error(404)
-    newest = next(r for r in server.get("/api/runs") if r["kind"] == "cuda" and r["rows"] > 0)
+    newest = first_look_run(server.get("/api/runs"))
     page = make_page(path="/?runs=no-such-run-1&view=bogus&dtype=int3&M=abc&baseline=nobody&sort=GBps.sideways")
     page.wait_for_function("(id) => document.querySelector(`#history-table tbody tr[data-run-id='${id}'].shown`)",
                            arg=newest["run_id"])

@@ -1,0 +1,94 @@
+// The layout of one metric panel (charts.js draws it): the title under the mode bar (wrapped on a phone), the
+// legend in a band of its own below the x-axis title (sized for its wrapped rows), the N ticks with model names,
+// the y axis (linear from zero or log, kept readable when the copy ceiling is far above every point), the notes
+// and ★ annotations.
+
+import { VIEWS, starAnnotations } from "./chart_traces.js";
+import { themedLayout } from "./chart_theme.js";
+import { powersOfTwo, tickText } from "./chart_labels.js";
+import { modelNames, nTicks, tickLabels } from "./model_names.js";
+
+const PASS_TITLES = { fwd: "Forward", bwd: "Backward (dx and dγ)" };
+const fmt = (v, digits = 1) => (v == null || !Number.isFinite(v) ? "–" : Number(v).toFixed(digits));
+
+// The legend sits below the axis title, in a band of its own sized for its entries.
+const LEGEND_ROW_PX = 19;
+export const LEGEND_GAP_PX = 6;
+const PLOT_PX = 320;
+const BOTTOM_PX = 62; // tick labels and the x-axis title
+// The mode bar takes the top band of a panel; the title sits under it (never covered), wrapped on a phone.
+const MODEBAR_PX = 30;
+const TITLE_LINE_PX = 19;
+
+// A first guess of the legend band (about 7 px a character, 40 px for an entry's line and gaps).
+export function guessLegendPx(data, width) {
+  let rows = 1;
+  let used = 0;
+  for (const t of data) {
+    if (t.showlegend === false) continue;
+    const w = 40 + 7 * t.name.length;
+    if (used > 0 && used + w > width) {
+      rows++;
+      used = 0;
+    }
+    used += w;
+  }
+  return rows * LEGEND_ROW_PX + LEGEND_GAP_PX;
+}
+
+// The title under the mode bar; split at its colon when it would not fit on one line (about 7.5 px a
+// character at 14 px).
+function panelTitle(pass, view, logY, width) {
+  const one = `${PASS_TITLES[pass]}: ${VIEWS[view].title}${logY ? " (log y)" : ""}`;
+  const lines = one.length * 7.5 > width - 24 ? one.replace(": ", ":<br>") : one;
+  return { text: lines, count: lines.includes("<br>") ? 2 : 1 };
+}
+
+// The margin and height for a legend band of legendPx (the first draw's guess, or what plotly drew).
+export function legendBand({ named, topPx }, legendPx) {
+  return { "margin.b": BOTTOM_PX + named + legendPx, height: PLOT_PX + BOTTOM_PX + named + legendPx + topPx - 48 };
+}
+
+// The plotly layout of one panel. traces: the measured traces, ceilings: the copy-ceiling lines, xs: the N values
+// drawn, best: the ★ points; legendPx: the legend band's height; revision: what keeps the user's zoom (uirevision).
+// Returns {layout, band} (band: what legendBand needs to resize the legend's band after drawing).
+export function panelLayout({ pass, view, logY, width, traces, ceilings, xs, best, theme, legendPx, revision }) {
+  const data = [...traces, ...ceilings];
+  const ticks = nTicks(xs, xs.length ? powersOfTwo(Math.min(...xs), Math.max(...xs)) : [256, 1024, 4096, 16384]);
+  const named = ticks.some((t) => modelNames(t).length) ? 78 : 0; // slanted ticks with a model name
+  // A ceiling far above every point (small CPU shapes) would flatten them: keep the points
+  // readable and say where the ceiling is.
+  const ys = traces.flatMap((t) => t.y.map((y, i) => y + (t.error_y.array[i] || 0))).filter(Number.isFinite);
+  const top = ys.length ? Math.max(...ys) : 0;
+  const levels = ceilings.map((t) => t.y[0]);
+  const offScale = !logY && view !== "latency" && top > 0 && levels.length && Math.min(...levels) > 4 * top;
+  const notes = [];
+  if (!traces.length) {
+    notes.push({ text: `no ${pass === "fwd" ? "forward" : "backward"} results`, showarrow: false, xref: "paper", yref: "paper", x: 0.5, y: 0.5, font: { color: theme.muted } });
+  } else if (offScale) {
+    const c = view === "pct" ? "100%" : `${fmt(Math.min(...levels))} GB/s`;
+    notes.push({ text: `↑ copy ceiling ${c}: far above these points`, showarrow: false, xref: "paper", yref: "paper", x: 1, y: 1, xanchor: "right", yanchor: "bottom", font: { color: theme.muted, size: 11 } });
+  }
+  const title = panelTitle(pass, view, logY, width);
+  // plotly anchors a title's first line: a second line takes the band's extra height above it.
+  const padTop = MODEBAR_PX + (title.count - 1) * TITLE_LINE_PX;
+  const topPx = padTop + title.count * TITLE_LINE_PX + 10;
+  const band = { named, topPx };
+  const sized = legendBand(band, legendPx);
+  const yaxis = { title: { text: VIEWS[view].title }, zeroline: false };
+  if (logY) Object.assign(yaxis, { type: "log", autorange: true });
+  else Object.assign(yaxis, { type: "linear", rangemode: "tozero", ...(offScale ? { range: [0, top * 1.15], autorange: false } : { autorange: true }) });
+  const layout = themedLayout(theme, {
+    title: { text: title.text, font: { size: 14 }, x: 0.01, xanchor: "left", yref: "container", y: 1, yanchor: "top", pad: { t: padTop } },
+    margin: { l: 60, r: 16, t: topPx, b: sized["margin.b"] },
+    height: sized.height,
+    xaxis: { title: { text: "N (hidden size, log₂ axis)" }, type: "log", tickvals: ticks, ticktext: tickLabels(ticks, tickText, (width - 76) / Math.max(1, Math.log2(ticks[ticks.length - 1] / ticks[0]))), tickangle: named ? -40 : "auto", tickfont: { size: named ? 10 : 12 }, zeroline: false },
+    yaxis,
+    showlegend: data.length > 0,
+    legend: { orientation: "h", xref: "container", x: 0, xanchor: "left", yref: "container", y: 0, yanchor: "bottom", maxheight: 5000, font: { size: 11 } },
+    hovermode: "closest",
+    annotations: [...notes, ...starAnnotations(best, { logY })],
+    uirevision: revision,
+  });
+  return { layout, band };
+}
