@@ -1,7 +1,8 @@
 """Issue 12's figures, measured on this machine (any machine: the service runs on the CPU, ``devices=cpu``).
 
-Each part starts the app under uvicorn on loopback (``uvicorn --factory app.main:create_app``) in a fresh temporary
-data folder, with ``results/`` not imported, and stops it afterwards:
+Each part starts the app under uvicorn on loopback (``app.main.serve``, through app/live_server.py's `LiveServer`, the
+service tests' launcher) with one CPU worker, in a fresh temporary data folder, with ``results/`` not imported, and
+stops it afterwards:
 
 a. a seeded schemathesis run of every operation (``--max-examples``, phases examples, coverage, fuzzing and
    stateful, every check), non-finite numbers injected into a third of the write bodies
@@ -27,7 +28,6 @@ import datetime
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -40,66 +40,14 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from app.live_server import LiveServer  # noqa: E402  (the launcher tests/app/service_harness.py uses too)
+
 PYTHON = sys.executable
 BIN = Path(sys.executable).parent
-CEILING_BYTES = str(1 << 20)
 CONFORMANCE_CHECKS = ("status_code_conformance", "content_type_conformance", "response_headers_conformance",
                       "response_schema_conformance")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """``uvicorn --factory app.main:create_app`` on 127.0.0.1 in its own process group, settings from RMSNORM_*."""
-
-    def __init__(self, data_dir: Path, **env: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = data_dir / "server.log"
-        self.env = {**os.environ, "PYTHONPATH": str(ROOT), "RMSNORM_DATA_DIR": str(data_dir),
-                    "RMSNORM_RESULTS_DIR": "", "RMSNORM_DEVICES": "cpu", "RMSNORM_CEILING_BYTES": CEILING_BYTES,
-                    **env}
-        self.proc = None
-
-    def __enter__(self) -> "Server":
-        self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([PYTHON, "-m", "uvicorn", "--factory", "app.main:create_app", "--host",
-                                      "127.0.0.1", "--port", str(self.port), "--log-level", "warning"],
-                                     cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, self.log_path.read_text()[-3000:]
-            try:
-                health = httpx.get(self.url + "/api/health", timeout=5).json()
-                if all(d["ready"] for d in health["gpus"]):
-                    return self
-            except (httpx.HTTPError, ValueError):
-                pass
-            time.sleep(0.3)
-        raise TimeoutError("server not ready:\n" + self.log_path.read_text()[-3000:])
-
-    def __exit__(self, *exc) -> None:
-        import signal
-
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            pass
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.proc.wait(10)
-        self.log.close()
-
-    def server_errors_logged(self) -> int:
-        return self.log_path.read_text(errors="replace").count("unexpected error")
 
 
 # -- a: schemathesis ---------------------------------------------------------------------------------------------
@@ -130,7 +78,7 @@ def part_a(work: Path, max_examples: int, seed: int) -> dict:
     data.mkdir()
     report = data / "report"
     nonfinite_log = data / "nonfinite.ndjson"
-    with Server(data, RMSNORM_MAX_QUEUE="0", RMSNORM_PLUGINS="tests.app.slow_plugin") as server:
+    with LiveServer(data, max_queue=0, plugins="tests.app.slow_plugin") as server:
         stop = threading.Event()
         holder = keep_device_busy(server.url, stop)
         command = [str(BIN / "schemathesis"), "run", server.url + "/openapi.json", "--max-examples", str(max_examples),
@@ -238,7 +186,7 @@ def send_big(url: str, path: str, seconds: float) -> None:
 def part_b(work: Path, seconds: float = 20.0) -> dict:
     data = work / "b"
     data.mkdir()
-    with Server(data) as server:
+    with LiveServer(data) as server:
         url = server.url
         with httpx.Client(timeout=10) as http:
             idle = [_timed(http, url) for _ in range(50)]
@@ -246,17 +194,41 @@ def part_b(work: Path, seconds: float = 20.0) -> dict:
                                               stdout=subprocess.PIPE, text=True)
                        for path in ("/benchmark", "/api/runs/import")}
             time.sleep(1.0)
+            cpu_before, started = _cpu_seconds(server.proc.pid), time.monotonic()
             loaded, deadline = [], time.monotonic() + seconds
             while time.monotonic() < deadline:
                 loaded.append(_timed(http, url))
                 time.sleep(0.02)
+            server_cpu = (_cpu_seconds(server.proc.pid) - cpu_before) / (time.monotonic() - started)
+            load_average = os.getloadavg()[0]
             statuses = {key: json.loads(proc.communicate(timeout=120)[0]) for key, proc in senders.items()}
     return {"body_bytes": 20 * 10 ** 6, "seconds": seconds, "senders": "2 processes, one POSTing 20 MB bodies to /benchmark, one to "
             "/api/runs/import, back to back, Content-Length and chunked in turn",
             "health_idle_ms": _stats(idle), "health_during_big_bodies_ms": _stats(loaded),
             "big_body_answers": statuses,
             "all_refused_413": all(key.endswith(" 413") for v in statuses.values() for key in v),
-            "target_ms": 100, "met": max(loaded) * 1000 < 100}
+            "server_process_cpu_fraction": round(server_cpu, 2), "load_average_1min_at_end": round(load_average, 2),
+            "target_ms": 100, "met": max(loaded) * 1000 < 100, "notes": PART_B_NOTES}
+
+
+PART_B_NOTES = (
+    "The measuring client (this process, one request at a time), the two sender processes and the server (one "
+    "uvicorn process; its CPU worker idles) share this machine's cores: each sender is a busy loop, so on a 2-core "
+    "machine the senders alone can keep the cores busy and a health latency includes waiting for a core. The senders "
+    "run in their own processes (no GIL shared with the measuring client), one request in flight each, at the "
+    "default priority: the measurement was not changed to pass. What changed in the service (issue 12, after the "
+    "157 ms max of the first run): a full garbage collection walked the ~200 000 objects start-up leaves (torch, "
+    "the registry, schemas), 100-190 ms on the event loop's thread on this machine, during which nothing was "
+    "answered: app.main freezes them after start-up (gc.freeze). /api/health scanned /proc (a readlink per open "
+    "file) on every request, each call giving up the GIL: the scan is cached 2 s, and the dependencies that only "
+    "read a value are async (no thread-pool hop). A Content-Length over the cap was already refused unread; a "
+    "chunked body is counted as it comes and refused at the cap (at most the cap is held, never parsed).")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of one process (Linux /proc), not its children."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _timed(http: httpx.Client, url: str) -> float:
@@ -297,7 +269,7 @@ def part_c(work: Path) -> dict:
         return {"status": 200, "run_id": response.headers.get("x-run-id"), "rows": rows,
                 "complete": bool(summary and summary[0]["complete"])}
 
-    with Server(data) as server:
+    with LiveServer(data) as server:
         url = server.url
         with ThreadPoolExecutor(CLIENTS) as pool:
             results = list(pool.map(client, range(CLIENTS)))
