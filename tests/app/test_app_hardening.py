@@ -303,6 +303,17 @@ def test_openapi_shows_limits_and_error_codes(client):
     assert "import" in schema["paths"]["/api/runs/{run_id}"]["get"]["parameters"][0]["schema"]["pattern"]
 
 
+def test_import_schema_names_the_run_id_rule(client):
+    """A schema-valid import is one the server accepts: ``run.run_id``'s pattern is in the schema (schemathesis'
+    stateful phase sent ``run_id: "\\x04\\x9c¸W"`` as schema-valid data and got 422)."""
+    import re
+
+    upload = client.get("/openapi.json").json()["components"]["schemas"]["RunFileUpload"]["properties"]["run"]
+    pattern = re.compile(upload["allOf"][1]["properties"]["run_id"]["pattern"])
+    assert pattern.match("cpu-2026-12-03") and not pattern.match("\x04\x9c\xb8W") and not pattern.match("..")
+    assert client.post("/api/runs/import", json=a_run("\x04\x9c\xb8W")).status_code == 422
+
+
 def test_deleted_committed_run_stays_deleted_after_restart(tmp_path):
     folder = tmp_path / "results"
     folder.mkdir()
