@@ -19,8 +19,9 @@ def presented_token(request: Request) -> str | None:
     return request.headers.get("x-api-token") or None
 
 
-def request_exposed(request: Request, settings: Settings = Depends(get_settings)) -> bool:
-    """Whether this request must be treated as coming from another machine (FastAPI dependency)."""
+async def request_exposed(request: Request, settings: Settings = Depends(get_settings)) -> bool:
+    """Whether this request must be treated as coming from another machine (FastAPI dependency; async, so no hop
+    to the thread pool: `listening_addresses` is cached)."""
     return settings.exposed or reached_exposed(request.scope)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -30,8 +31,26 @@ def _hex_address(text: str) -> str:
     return str(ipaddress.IPv6Address(words))
 
 
+_LISTENING_TTL_S = 2.0
+_listening: tuple[float, list[str]] | None = None
+
+
 def listening_addresses() -> list[str]:
-    """The local addresses of this process's listening TCP sockets (Linux: /proc); [] where that cannot be read."""
+    """The local addresses of this process's listening TCP sockets (Linux: /proc); [] where that cannot be read.
+
+    Read again at most every 2 s (the sockets are bound once, at start-up): the scan is a readlink per open file
+    descriptor, milliseconds of system calls that each give up the GIL, and every request asks (issue 12: under
+    load each of those calls waited for the event loop's thread to hand the GIL back)."""
+    global _listening
+    now = time.monotonic()
+    if _listening is not None and now - _listening[0] < _LISTENING_TTL_S:
+        return list(_listening[1])
+    found = _scan_listening_addresses()
+    _listening = (now, found)
+    return list(found)
+
+
+def _scan_listening_addresses() -> list[str]:
     try:
         inodes = set()
         for fd in os.listdir("/proc/self/fd"):

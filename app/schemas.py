@@ -128,9 +128,19 @@ class Health(BaseModel):
         'answers 503 (the image\'s HEALTHCHECK sees it)')
 
 
+def _addressable_run_id_schema(schema: dict, cls) -> None:
+    """The import's ``run.run_id`` pattern in its schema too (`_addressable_run_id` checks it), so that a
+    schema-valid upload is one the server accepts; RunHeader's own schema (also the responses') is left as is."""
+    schema["properties"]["run"] = {"allOf": [schema["properties"]["run"], {
+        "type": "object", "properties": {"run_id": {"type": "string", "minLength": 1, "maxLength": 200,
+                                                    "pattern": RUN_ID_REGEX}}}]}
+
+
 class RunFileUpload(RunFile):
     """`POST /api/runs/import`: a result file; ``headers`` (one per device) is kept when a split run has it.
     Validated strictly (no "8" for 8, no true for 1), numbers finite, times and sizes not negative."""
+
+    model_config = ConfigDict(json_schema_extra=_addressable_run_id_schema)
 
     headers: Optional[list[RunHeader]] = Field(default=None, max_length=64)
     rows: list[ResultRow] = Field(default_factory=list, max_length=200_000)

@@ -45,5 +45,6 @@ class Service:
         return self.import_report
 
 
-def get_service(request: Request) -> Service:
+async def get_service(request: Request) -> Service:
+    """FastAPI dependency (async: it only reads an attribute, so no hop to the thread pool)."""
     return request.app.state.service

@@ -1,7 +1,8 @@
 """Issue 12's figures, measured on this machine (any machine: the service runs on the CPU, ``devices=cpu``).
 
-Each part starts the app under uvicorn on loopback (``uvicorn --factory app.main:create_app``) in a fresh temporary
-data folder, with ``results/`` not imported, and stops it afterwards:
+Each part starts the app under uvicorn on loopback (``app.main.serve``, through app/live_server.py's `LiveServer`, the
+service tests' launcher) with one CPU worker, in a fresh temporary data folder, with ``results/`` not imported, and
+stops it afterwards:
 
 a. a seeded schemathesis run of every operation (``--max-examples``, phases examples, coverage, fuzzing and
    stateful, every check), non-finite numbers injected into a third of the write bodies
@@ -10,7 +11,7 @@ a. a seeded schemathesis run of every operation (``--max-examples``, phases exam
    sleeps), so a schema-valid generated ``POST /benchmark`` is answered 429 at once instead of queueing CPU work;
    its valid path (a 200 stream) is what part c measures.
 b. ``/api/health`` latency (median, max) while 20 MB bodies are POSTed to /benchmark and to /api/runs/import,
-   both announced (Content-Length) and streamed (chunked): every one must be refused 413.
+   both announced (Content-Length) and streamed (chunked): every one must be refused 413 (bench/big_body_health.py).
 c. 12 concurrent clients each POSTing a small CPU sweep (eager/torch-native, fwd, float32, tiny M/N): how many
    streamed, how many got 429, rows received vs expected, none lost or duplicated (streams and store agree).
 d. tests/app/test_app_case_timeout.py run 10 times in a row beside one busy-loop process per core.
@@ -27,8 +28,6 @@ import datetime
 import json
 import os
 import platform
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,66 +39,15 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from app.live_server import LiveServer  # noqa: E402  (the launcher tests/app/service_harness.py uses too)
+from big_body_health import part_b  # noqa: E402
+
 PYTHON = sys.executable
 BIN = Path(sys.executable).parent
-CEILING_BYTES = str(1 << 20)
 CONFORMANCE_CHECKS = ("status_code_conformance", "content_type_conformance", "response_headers_conformance",
                       "response_schema_conformance")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """``uvicorn --factory app.main:create_app`` on 127.0.0.1 in its own process group, settings from RMSNORM_*."""
-
-    def __init__(self, data_dir: Path, **env: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = data_dir / "server.log"
-        self.env = {**os.environ, "PYTHONPATH": str(ROOT), "RMSNORM_DATA_DIR": str(data_dir),
-                    "RMSNORM_RESULTS_DIR": "", "RMSNORM_DEVICES": "cpu", "RMSNORM_CEILING_BYTES": CEILING_BYTES,
-                    **env}
-        self.proc = None
-
-    def __enter__(self) -> "Server":
-        self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([PYTHON, "-m", "uvicorn", "--factory", "app.main:create_app", "--host",
-                                      "127.0.0.1", "--port", str(self.port), "--log-level", "warning"],
-                                     cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, self.log_path.read_text()[-3000:]
-            try:
-                health = httpx.get(self.url + "/api/health", timeout=5).json()
-                if all(d["ready"] for d in health["gpus"]):
-                    return self
-            except (httpx.HTTPError, ValueError):
-                pass
-            time.sleep(0.3)
-        raise TimeoutError("server not ready:\n" + self.log_path.read_text()[-3000:])
-
-    def __exit__(self, *exc) -> None:
-        import signal
-
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            pass
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.proc.wait(10)
-        self.log.close()
-
-    def server_errors_logged(self) -> int:
-        return self.log_path.read_text(errors="replace").count("unexpected error")
 
 
 # -- a: schemathesis ---------------------------------------------------------------------------------------------
@@ -110,11 +58,15 @@ def keep_device_busy(url: str, stop: threading.Event) -> threading.Thread:
             "N": [64], "repetitions": 10000, "warmup": 0, "verify": False}
 
     def hold():
-        with httpx.stream("POST", url + "/benchmark", json=body, timeout=None) as response:
-            assert response.status_code == 200, response.read()
-            for _ in response.iter_lines():
-                if stop.is_set():
-                    return
+        try:
+            with httpx.stream("POST", url + "/benchmark", json=body, timeout=None) as response:
+                assert response.status_code == 200, response.read()
+                for _ in response.iter_lines():
+                    if stop.is_set():
+                        return
+        except httpx.HTTPError:
+            if not stop.is_set():  # the server stopping under the held stream is the end of part a, not an error
+                raise
 
     thread = threading.Thread(target=hold, daemon=True)
     thread.start()
@@ -130,7 +82,7 @@ def part_a(work: Path, max_examples: int, seed: int) -> dict:
     data.mkdir()
     report = data / "report"
     nonfinite_log = data / "nonfinite.ndjson"
-    with Server(data, RMSNORM_MAX_QUEUE="0", RMSNORM_PLUGINS="tests.app.slow_plugin") as server:
+    with LiveServer(data, max_queue=0, plugins="tests.app.slow_plugin") as server:
         stop = threading.Event()
         holder = keep_device_busy(server.url, stop)
         command = [str(BIN / "schemathesis"), "run", server.url + "/openapi.json", "--max-examples", str(max_examples),
@@ -214,63 +166,6 @@ def _find(value, key):
             yield from _find(item, key)
 
 
-# -- b: /api/health while 20 MB bodies are refused -----------------------------------------------------------------
-
-def send_big(url: str, path: str, seconds: float) -> None:
-    """(a child process, so the measuring client shares no GIL with it) POST 20 MB bodies for ``seconds``; prints the
-    answers' statuses as JSON."""
-    big = b"x" * (20 * 10 ** 6)
-    statuses: list = []
-    deadline = time.monotonic() + seconds
-    chunked = False
-    with httpx.Client(timeout=60) as http:
-        while time.monotonic() < deadline:
-            chunked = not chunked  # announced (Content-Length) and streamed (chunked) bodies in turn
-            content = (big[i:i + (1 << 16)] for i in range(0, len(big), 1 << 16)) if chunked else big
-            try:
-                status = http.post(url + path, content=content, headers={"content-type": "application/json"}).status_code
-            except httpx.HTTPError as exc:  # the server answered 413 and closed while we were still sending
-                status = type(exc).__name__
-            statuses.append(f"{'chunked' if chunked else 'content-length'} {status}")
-    print(json.dumps(_tally(statuses)))
-
-
-def part_b(work: Path, seconds: float = 20.0) -> dict:
-    data = work / "b"
-    data.mkdir()
-    with Server(data) as server:
-        url = server.url
-        with httpx.Client(timeout=10) as http:
-            idle = [_timed(http, url) for _ in range(50)]
-            senders = {path: subprocess.Popen([PYTHON, __file__, "--send-big", url, path, str(seconds + 1)],
-                                              stdout=subprocess.PIPE, text=True)
-                       for path in ("/benchmark", "/api/runs/import")}
-            time.sleep(1.0)
-            loaded, deadline = [], time.monotonic() + seconds
-            while time.monotonic() < deadline:
-                loaded.append(_timed(http, url))
-                time.sleep(0.02)
-            statuses = {key: json.loads(proc.communicate(timeout=120)[0]) for key, proc in senders.items()}
-    return {"body_bytes": 20 * 10 ** 6, "seconds": seconds, "senders": "2 processes, one POSTing 20 MB bodies to /benchmark, one to "
-            "/api/runs/import, back to back, Content-Length and chunked in turn",
-            "health_idle_ms": _stats(idle), "health_during_big_bodies_ms": _stats(loaded),
-            "big_body_answers": statuses,
-            "all_refused_413": all(key.endswith(" 413") for v in statuses.values() for key in v),
-            "target_ms": 100, "met": max(loaded) * 1000 < 100}
-
-
-def _timed(http: httpx.Client, url: str) -> float:
-    started = time.perf_counter()
-    assert http.get(url + "/api/health").status_code == 200
-    return time.perf_counter() - started
-
-
-def _stats(samples: list[float]) -> dict:
-    return {"n": len(samples), "median": round(statistics.median(samples) * 1000, 2),
-            "p95": round(sorted(samples)[int(len(samples) * 0.95) - 1] * 1000, 2),
-            "max": round(max(samples) * 1000, 2)}
-
-
 # -- c: 12 concurrent clients ---------------------------------------------------------------------------------------
 
 SMALL_SWEEP = {"implementations": ["eager", "torch-native"], "passes": ["fwd"], "dtypes": ["float32"],
@@ -297,7 +192,7 @@ def part_c(work: Path) -> dict:
         return {"status": 200, "run_id": response.headers.get("x-run-id"), "rows": rows,
                 "complete": bool(summary and summary[0]["complete"])}
 
-    with Server(data) as server:
+    with LiveServer(data) as server:
         url = server.url
         with ThreadPoolExecutor(CLIENTS) as pool:
             results = list(pool.map(client, range(CLIENTS)))
@@ -373,11 +268,7 @@ def main() -> None:
     parser.add_argument("--max-examples", type=int, default=50)
     parser.add_argument("--seed", type=int, default=20261203)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "checks")
-    parser.add_argument("--send-big", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.send_big:
-        url, path, seconds = args.send_big
-        return send_big(url, path, float(seconds))
     today = datetime.date.today().isoformat()
     path = args.out / f"service-figures-cpu-{today}.json"
     document = json.loads(path.read_text()) if path.exists() else {}  # parts measured earlier today are kept
@@ -393,6 +284,7 @@ def main() -> None:
             started = time.monotonic()
             document[name] = run(Path(folder))
             document[name]["part_seconds"] = round(time.monotonic() - started, 1)
+            document[name]["git_commit"] = document["machine"]["git_commit"]  # parts kept from earlier keep theirs
             print(json.dumps(document[name], indent=1, default=str)[:3000], flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=1, default=str) + "\n")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import subprocess
 import threading
 import time
@@ -171,6 +172,34 @@ def test_one_document_request_is_cancelled_when_its_client_leaves(server):
     assert run["summary"]["cancelled"] is True and run["summary"]["complete"] is False
     assert len(run["rows"]) < 8
     wait_for(lambda: server.health()["gpus"][0]["queue_length"] == 0, timeout=30, what="device free again")
+
+
+def test_announced_big_body_is_refused_before_it_is_sent(server):
+    """Issue 12: a Content-Length of 20 MB with only 1 KiB sent is answered 413 at once. A server that read (or
+    parsed) the body before refusing would wait here for 20 MB that never come."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw:
+        raw.sendall(b"POST /benchmark HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: 20000000\r\n\r\n" + b"[" * 1024)
+        answer = raw.recv(4096)  # socket.timeout (10 s) if the server waits for the body
+    assert answer.startswith(b"HTTP/1.1 413") and b"RMSNORM_MAX_BODY_BYTES" in answer, answer[:300]
+
+
+def test_streamed_big_body_is_refused_at_the_cap_not_at_its_end(server):
+    """Issue 12: a chunked 20 MB body sent slowly is refused 413 once the 1 MiB cap is passed; the client is
+    stopped long before its end (a server that buffered the whole body first would take all 20 MB)."""
+    chunk, sent = b" " * 65536, []
+
+    def body():
+        for _ in range(20_000_000 // len(chunk)):
+            sent.append(len(chunk))
+            time.sleep(0.003)
+            yield chunk
+
+    response = httpx.post(server.url + "/benchmark", content=body(), timeout=60,
+                          headers={"content-type": "application/json"})
+    assert response.status_code == 413 and "1048576 bytes" in response.json()["detail"]
+    assert sum(sent) < 8 << 20, f"{sum(sent)} bytes taken before the 413"
+    assert server.health()["gpus"][0]["ready"]
 
 
 def test_restart_keeps_runs(server):

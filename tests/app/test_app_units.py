@@ -3,6 +3,7 @@ sources, the write rule's answers, the write-access dependency)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -70,8 +71,9 @@ def test_require_write_access_answers_with_the_rule(tmp_path):
         require_write_access(_write_request({"host": "attacker.example"}), local, exposed=False)
     assert rebound.value.status_code == 403 and "attacker.example" in rebound.value.detail
     # the settings declare it exposed (RMSNORM_EXPOSED), or the request came in on a non-loopback address
-    assert request_exposed(_write_request({}), Settings.from_env(data_dir=tmp_path, results_dir="", exposed=True))
-    assert request_exposed(_write_request({}, server=("10.1.2.3", 8000)), local)
+    declared = Settings.from_env(data_dir=tmp_path, results_dir="", exposed=True)
+    assert asyncio.run(request_exposed(_write_request({}), declared)) is True  # a coroutine: FastAPI awaits it
+    assert asyncio.run(request_exposed(_write_request({}, server=("10.1.2.3", 8000)), local)) is True
 
 
 def _serve(response, disconnect_after_lines: int | None):
