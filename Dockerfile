@@ -17,7 +17,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /opt/rmsnorm-dashboard
 
 COPY pyproject.toml README.md ./
-COPY kernels ./kernels
+COPY rmsnorm_kernels ./rmsnorm_kernels
 COPY engine ./engine
 COPY app ./app
 COPY rmsnorm_dash ./rmsnorm_dash

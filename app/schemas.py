@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from engine.models import DEVICE_RE, ResultRow, RunFile, RunHeader, Sweep
 
 FAKE_CPU_DEVICE = re.compile(r"^cpu:\d{1,3}$")
-"""The one spelling the service adds to the engine's (`kernels.limits.DEVICE_RE`): a fake CPU device's label."""
+"""The one spelling the service adds to the engine's (`rmsnorm_kernels.limits.DEVICE_RE`): a fake CPU device's label."""
 RUN_ID_REGEX = r"^(?!import$)(?!.*\.(?:csv|json)$)[A-Za-z0-9][A-Za-z0-9_.:\-]{0,199}$"
 RUN_ID_PATTERN = re.compile(RUN_ID_REGEX)
 """A run id /api/runs/{id} can address: starts with a letter or digit (so never \".\" or \"..\"), is not

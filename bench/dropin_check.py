@@ -29,7 +29,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from engine import device as devices  # noqa: E402
-from kernels.module import RMSNorm  # noqa: E402
+from rmsnorm_kernels.module import RMSNorm  # noqa: E402
 
 SHAPES = ((4096, 1024), (4096, 4096), (16384, 4096), (4096, 8192), (1024, 2048))
 IMPLS = ("triton-persistent", "triton-workspace", "triton-atomic")

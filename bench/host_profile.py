@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from kernels import fast_launch, launch_plans  # noqa: E402
-from kernels.module import RMSNorm  # noqa: E402
+from rmsnorm_kernels import fast_launch, launch_plans  # noqa: E402
+from rmsnorm_kernels.module import RMSNorm  # noqa: E402
 
 
 def host_us(call, calls=50):

@@ -33,13 +33,13 @@ if "--dry" in sys.argv:
 import torch  # noqa: E402
 
 import tune_kernels as tk  # noqa: E402
-from kernels.registry import REGISTRY, load_all  # noqa: E402
-from kernels.triton_backward import persistent  # noqa: E402
-from kernels.triton_backward.column_sum import column_sum  # noqa: E402
-from kernels.triton_backward.dx import backward_tile  # noqa: E402
-from kernels.segments import Segments, next_power_of_two  # noqa: E402
-from kernels.triton_forward import rmsnorm_forward, rmsnorm_fwd_rows_kernel, size_class  # noqa: E402
-from kernels.triton_mode import sm_count  # noqa: E402
+from rmsnorm_kernels.registry import REGISTRY, load_all  # noqa: E402
+from rmsnorm_kernels.triton_backward import persistent  # noqa: E402
+from rmsnorm_kernels.triton_backward.column_sum import column_sum  # noqa: E402
+from rmsnorm_kernels.triton_backward.dx import backward_tile  # noqa: E402
+from rmsnorm_kernels.segments import Segments, next_power_of_two  # noqa: E402
+from rmsnorm_kernels.triton_forward import rmsnorm_forward, rmsnorm_fwd_rows_kernel, size_class  # noqa: E402
+from rmsnorm_kernels.triton_mode import sm_count  # noqa: E402
 
 OUT = os.environ.get("OUT", "/tmp/probe-out")
 
@@ -219,7 +219,7 @@ def main(argv=None) -> int:
 
     # 5. column sum blocks, dependent launch on/off
     if "pdl" not in skip:
-        from kernels.triton_backward import workspace
+        from rmsnorm_kernels.triton_backward import workspace
 
         for g, n in (((132, 8192), (132, 2048), (264, 1024), (132, 16384), (128, 4096)) if not dry else ((5, 64),)):
             partial = torch.randn(g, n, device=device)
@@ -278,7 +278,7 @@ def main(argv=None) -> int:
                 show(row)
                 del sets
                 save()
-        from kernels.triton_forward import _CHOSEN_CONFIGS
+        from rmsnorm_kernels.triton_forward import _CHOSEN_CONFIGS
 
         report["forward_autotuner_choices"] = {str(k[:4]): str(v) for k, v in _CHOSEN_CONFIGS.items()}
         print(json.dumps(report["forward_autotuner_choices"]), flush=True)

@@ -35,13 +35,13 @@ from engine.byte_model import min_bytes  # noqa: E402
 from engine.ceiling import measure_copy  # noqa: E402
 from engine.presets import get_preset  # noqa: E402
 from engine.timing import measure, needs_flush, rotating_sets  # noqa: E402
-from kernels.poison import poisoned_outputs  # noqa: E402
-from kernels.reference import dx_scale, relative_error, rmsnorm_backward_reference, rmsnorm_reference, tolerance_for  # noqa: E402
-from kernels.triton_backward.atomic import atomic_backward  # noqa: E402
-from kernels.triton_backward.dx import backward_tile  # noqa: E402
-from kernels.triton_backward.persistent import persistent_backward  # noqa: E402
-from kernels.triton_backward.workspace import workspace_backward  # noqa: E402
-from kernels.triton_forward import rmsnorm_forward  # noqa: E402
+from rmsnorm_kernels.poison import poisoned_outputs  # noqa: E402
+from rmsnorm_kernels.reference import dx_scale, relative_error, rmsnorm_backward_reference, rmsnorm_reference, tolerance_for  # noqa: E402
+from rmsnorm_kernels.triton_backward.atomic import atomic_backward  # noqa: E402
+from rmsnorm_kernels.triton_backward.dx import backward_tile  # noqa: E402
+from rmsnorm_kernels.triton_backward.persistent import persistent_backward  # noqa: E402
+from rmsnorm_kernels.triton_backward.workspace import workspace_backward  # noqa: E402
+from rmsnorm_kernels.triton_forward import rmsnorm_forward  # noqa: E402
 
 OUT = os.environ.get("OUT", "/tmp/probe-out")
 PERSISTENT_GRID = [(1, 4, 2, 3), (1, 8, 1, 3), (1, 8, 2, 3), (1, 16, 1, 3), (2, 8, 1, 3), (2, 16, 1, 3), (1, 16, 1, 1),

@@ -27,7 +27,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
     from engine.runner import run_sweep
-    from kernels.registry import default_registry
+    from rmsnorm_kernels.registry import default_registry
 
     registry = default_registry()
     impls = [i for i in IMPLS if i in registry]

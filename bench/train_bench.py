@@ -5,7 +5,7 @@ a time, eager and under ``torch.compile``; step time and loss over a few steps, 
     rmsnorm-dash train-bench --device cpu --tiny --out /tmp/t.json                   (CPU, interpreter: a test)
 
 Variants: ``hf`` (the model's own LlamaRMSNorm), ``triton-persistent`` / ``triton-workspace`` / ``triton-atomic``
-(ours, through `kernels.patch.patch_rmsnorm`), ``liger`` (Liger-Kernel's, through the registry, if installed).
+(ours, through `rmsnorm_kernels.patch.patch_rmsnorm`), ``liger`` (Liger-Kernel's, through the registry, if installed).
 Every variant starts from the same weights and sees the same batches; the step is forward + loss + backward +
 AdamW step. Step time: median over the timed steps (warm-up steps excluded), each step between two
 ``torch.cuda.synchronize()`` calls. Losses: every step's, compared with ``hf`` in the same mode (they must
@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _available(variant: str) -> str | None:
     if variant == "hf":
         return None
-    from kernels.registry import REGISTRY, load_all
+    from rmsnorm_kernels.registry import REGISTRY, load_all
 
     load_all()
     try:
@@ -64,7 +64,7 @@ def _run_variant(base, variant, mode, batches, args, torch):
     model = copy.deepcopy(base)
     replaced = None
     if variant != "hf":
-        from kernels.patch import patch_rmsnorm
+        from rmsnorm_kernels.patch import patch_rmsnorm
 
         replaced = int(patch_rmsnorm(model, impl=variant))
     step_model = model

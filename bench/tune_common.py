@@ -13,8 +13,8 @@ from engine.byte_model import min_bytes
 from engine.ceiling import measure_copy
 from engine.timing import BackwardWorkload, ForwardWorkload, measure, needs_flush
 from engine.timing import rotating_sets as sets_for_l2
-from kernels.triton_backward import atomic, persistent, workspace
-from kernels.triton_forward import rmsnorm_forward
+from rmsnorm_kernels.triton_backward import atomic, persistent, workspace
+from rmsnorm_kernels.triton_forward import rmsnorm_forward
 
 DRY_L2_BYTES = 1 << 20
 """The L2 a --dry run pretends to have (a few rotating sets of its tiny inputs)."""
@@ -150,8 +150,8 @@ def bench_bwd_direct(strategy, sets, w, dry, **kwargs):
 
 def kernel_reports():
     """Registers / spills of every compiled variant of our kernels (what ptxas made of them)."""
-    from kernels.triton_backward.column_sum import column_sum_kernel
-    from kernels.triton_forward import rmsnorm_fwd_chunked_kernel, rmsnorm_fwd_rows_kernel
+    from rmsnorm_kernels.triton_backward.column_sum import column_sum_kernel
+    from rmsnorm_kernels.triton_forward import rmsnorm_fwd_chunked_kernel, rmsnorm_fwd_rows_kernel
 
     out = []
     for fn in (rmsnorm_fwd_rows_kernel, rmsnorm_fwd_chunked_kernel, atomic.rmsnorm_bwd_atomic_kernel,
@@ -172,9 +172,9 @@ def kernel_reports():
 
 def verify(label, run, m, n, device, say):
     """The chosen variant on fresh fp32 and fp16 inputs against the fp64 reference (poisoned outputs)."""
-    from kernels.poison import poisoned_outputs
-    from kernels.reference import dx_scale, relative_error, rmsnorm_backward_reference, rmsnorm_reference
-    from kernels.reference import tolerance_for
+    from rmsnorm_kernels.poison import poisoned_outputs
+    from rmsnorm_kernels.reference import dx_scale, relative_error, rmsnorm_backward_reference, rmsnorm_reference
+    from rmsnorm_kernels.reference import tolerance_for
 
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         x = torch.randn(m, n, device=device).to(dtype)

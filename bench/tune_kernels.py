@@ -26,10 +26,10 @@ if "--dry" in sys.argv:
 import torch  # noqa: E402
 import triton  # noqa: E402
 
-from kernels.registry import REGISTRY, load_all  # noqa: E402
-from kernels.triton_backward import persistent, workspace  # noqa: E402
-from kernels.triton_backward.dx import BackwardTile, backward_tile  # noqa: E402
-from kernels.triton_forward import rmsnorm_forward  # noqa: E402
+from rmsnorm_kernels.registry import REGISTRY, load_all  # noqa: E402
+from rmsnorm_kernels.triton_backward import persistent, workspace  # noqa: E402
+from rmsnorm_kernels.triton_backward.dx import BackwardTile, backward_tile  # noqa: E402
+from rmsnorm_kernels.triton_forward import rmsnorm_forward  # noqa: E402
 from tune_common import (  # noqa: E402,F401  (probe_tiles.py reaches these as tune_kernels.*)
     HOST_US, Calls, bench_bwd_autograd, bench_bwd_direct, bench_fwd, bwd_bytes, copy_ceiling_GBps, cycle, fwd_bytes,
     kernel_reports, make_inputs, rotating_sets, time_ms, timed_ms, verify,

@@ -8,7 +8,7 @@ from typing import Optional
 
 from engine import memory
 from engine.timing import needs_flush, rotating_sets
-from kernels.registry import Implementation
+from rmsnorm_kernels.registry import Implementation
 
 ENGINE_DTYPES = ("bfloat16", "float16", "float32")
 

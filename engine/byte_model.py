@@ -11,7 +11,7 @@ is the same kind of number.
 
 ``actual_bytes`` adds the traffic a backward strategy is known to add on top of the minimum, so a chart
 can show why a variant is slower. The implementation says it, through its ``launch(M, N, sm_count)``: the
-numbers of its dγ family (``extra_bytes`` and ``extra_bytes_note``; `kernels.families.extra_traffic` reads
+numbers of its dγ family (``extra_bytes`` and ``extra_bytes_note``; `rmsnorm_kernels.families.extra_traffic` reads
 them). Without a launch, or when it declares no extra traffic (and for the forward): unknown, ``None``.
 """
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from engine.models import DTYPE_BYTES
-from kernels.families import extra_traffic
+from rmsnorm_kernels.families import extra_traffic
 
 RSTD_BYTES = 4
 

@@ -1,5 +1,5 @@
 """The implementations as the layers above the engine see them: the listing, each one's launch grid, and the
-loading of plug-ins. The service and the CLI go through here and never import ``kernels.registry`` themselves.
+loading of plug-ins. The service and the CLI go through here and never import ``rmsnorm_kernels.registry`` themselves.
 
     prepare_process(plugins)   before anything imports Triton: the interpreter when there is no GPU (the
                                engine's rule), then the registry with the built-ins, entry points,
@@ -14,8 +14,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Iterable, Optional
 
-from kernels.registry import Registry, default_registry, describe_all, load_all
-from kernels.triton_mode import INTERPRETER_SM_COUNT
+from rmsnorm_kernels.registry import Registry, default_registry, describe_all, load_all
+from rmsnorm_kernels.triton_mode import INTERPRETER_SM_COUNT
 
 log = logging.getLogger("rmsnorm.engine")
 

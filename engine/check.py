@@ -10,15 +10,15 @@ import time
 
 import torch
 
-from kernels.poison import poison_allocator, poisoned_outputs
-from kernels.reference import (
+from rmsnorm_kernels.poison import poison_allocator, poisoned_outputs
+from rmsnorm_kernels.reference import (
     dx_scale,
     relative_error,
     rmsnorm_backward_reference,
     rmsnorm_reference,
     tolerance_for,
 )
-from kernels.registry import REGISTRY, load_all
+from rmsnorm_kernels.registry import REGISTRY, load_all
 
 ODD_WIDTHS = (1000, 5000, 12345)
 """Widths no power-of-two block fits: every kernel's tail handling is exercised."""
@@ -60,7 +60,7 @@ def check_case(impl, pass_: str, dtype_name: str, m: int, n: int, device, genera
     element_bytes = m * n * x.element_size()
     try:
         # on CUDA three calls, the worst one counts: ours replay a launch plan from the third call on
-        # (`kernels.launch_plans`), and that is the path a training loop and the timed calls take
+        # (`rmsnorm_kernels.launch_plans`), and that is the path a training loop and the timed calls take
         errors: dict = {}
         for _ in range(3 if device.type == "cuda" else 1):
             for name, err in _check_once(impl, pass_, x, w, dy, device, element_bytes).items():

@@ -55,9 +55,9 @@ def compiled_resources(kernel, signature: dict, constants: dict, num_warps: int,
 
 def persistent_backward_resources(n: int, tile=None) -> Resources:
     """The persistent backward kernel as `persistent_backward` launches it for rows of width ``n`` (bf16)."""
-    from kernels.triton_backward.dx import backward_tile, pipeline_stages
-    from kernels.experimental import rmsnorm_bwd_persistent_halves_kernel
-    from kernels.triton_backward.persistent import rmsnorm_bwd_persistent_kernel
+    from rmsnorm_kernels.triton_backward.dx import backward_tile, pipeline_stages
+    from rmsnorm_kernels.experimental import rmsnorm_bwd_persistent_halves_kernel
+    from rmsnorm_kernels.triton_backward.persistent import rmsnorm_bwd_persistent_kernel
 
     tile = tile or backward_tile(n)
     stages = pipeline_stages(tile, 2, tile.programs_per_sm, tile.stages)
@@ -72,7 +72,7 @@ def persistent_backward_resources(n: int, tile=None) -> Resources:
 
 def main() -> int:
     from engine.presets import get_preset
-    from kernels.triton_backward.dx import TUNED_BACKWARD, backward_tile
+    from rmsnorm_kernels.triton_backward.dx import TUNED_BACKWARD, backward_tile
 
     print(f"{'N':>6} {'segments':<18} {'rows':>4} {'warps':>5} {'k':>2} {'stages':>6} {'variant':<14} {'regs':>5} "
           f"{'spill B':>8} {'smem B':>8}")

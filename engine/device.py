@@ -151,7 +151,7 @@ def _dist_version(*names: str) -> Optional[str]:
 
 def package_version() -> str:
     """This project's version: the installed distribution's, else the source tree's (a GPU host runs it uninstalled)."""
-    from kernels import __version__
+    from rmsnorm_kernels import __version__
 
     return _dist_version("rmsnorm-dashboard") or __version__
 

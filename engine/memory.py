@@ -6,7 +6,7 @@ Held for the whole case:
   an allowance of 2·M·N·4 fp32 intermediates for the others, whose autograd saves up-cast copies);
 - shared: γ, and the L2 flush buffer when one is used.
 Transient, per call: the outputs (two live at once: the new one and the previous), the fp32 dγ partials
-(the ``partial_bytes`` its launch declares through its dγ family, `kernels.families`) and an allowance of 3·M·N·4 for the fp32 temporaries an unfused implementation makes.
+(the ``partial_bytes`` its launch declares through its dγ family, `rmsnorm_kernels.families`) and an allowance of 3·M·N·4 for the fp32 temporaries an unfused implementation makes.
 
 The budget is the free device memory (``torch.cuda.mem_get_info`` plus the caching allocator's unused
 blocks) × 0.9 on a GPU, and ``MemAvailable`` × 0.5 on CPU (the machine is shared with everything else).
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from kernels.families import partial_bytes
+from rmsnorm_kernels.families import partial_bytes
 
 GPU_SAFETY = 0.9
 CPU_SAFETY = 0.5

@@ -20,9 +20,9 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from kernels.registry import Registry, default_registry  # noqa: F401  (re-exported)
+from rmsnorm_kernels.registry import Registry, default_registry  # noqa: F401  (re-exported)
 from engine.presets import get_preset
-from kernels.limits import DEFAULT_SM_COUNT, DEVICE_RE, MAX_N  # noqa: F401  (MAX_N, DEFAULT_SM_COUNT re-exported for the service)
+from rmsnorm_kernels.limits import DEFAULT_SM_COUNT, DEVICE_RE, MAX_N  # noqa: F401  (MAX_N, DEFAULT_SM_COUNT re-exported for the service)
 
 MAX_LIST = 64
 MAX_M = 1 << 20

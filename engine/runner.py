@@ -52,8 +52,8 @@ from engine.timing import (
     random_inputs,
 )
 from engine.verify import Verdict, verify
-from kernels.registry import Implementation, Registry, default_registry
-from kernels.triton_mode import INTERPRETER_SM_COUNT
+from rmsnorm_kernels.registry import Implementation, Registry, default_registry
+from rmsnorm_kernels.triton_mode import INTERPRETER_SM_COUNT
 
 TORCH_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
@@ -227,7 +227,7 @@ class DeviceBench:
 
     def _launch_sm_count(self, impl: Implementation) -> int:
         """The SM count the kernel itself plans its grid with: the device's, except for Triton under the CPU
-        interpreter, where the kernels pretend to be on a GPU (``kernels.triton_mode.INTERPRETER_SM_COUNT``)."""
+        interpreter, where the kernels pretend to be on a GPU (``rmsnorm_kernels.triton_mode.INTERPRETER_SM_COUNT``)."""
         return self.info.sm_count if self.device.type == "cuda" or not impl.uses_triton else INTERPRETER_SM_COUNT
 
     def _measure(self, impl: Implementation, case: Case, sets: int, flush_bytes: int, timing: str, repetitions: int,

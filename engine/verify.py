@@ -1,5 +1,5 @@
 """The correctness gate: before a case is timed, the implementation runs once on that case's own inputs (the
-first rotating set) and its output is compared with the fp64 reference (kernels.reference).
+first rotating set) and its output is compared with the fp64 reference (rmsnorm_kernels.reference).
 
 - **Which rows**: every row when the case has at most ``FULL_CHECK_ELEMENTS`` elements; otherwise a sample:
   the first and last ``EDGE_ROWS`` rows (tail-tile bugs live there) plus random rows (seeded per case), about
@@ -7,8 +7,8 @@ first rotating set) and its output is compared with the fp64 reference (kernels.
 - **dγ** is a sum over all rows, so its reference always uses every row: fp64, on the device, in chunks of
   ``CHUNK_ELEMENTS`` elements (the memory it takes stays small whatever M is).
 - **The measure**: each checked row's relative error ‖actual − reference‖ / ‖reference‖ (for dx against the
-  size of its first term, `kernels.reference.dx_scale`, where the two terms cancel), and dγ's as a whole; the
-  largest is ``max_rel_err``. A row is wrong when that exceeds ``kernels.reference.tolerance_for(dtype)``
+  size of its first term, `rmsnorm_kernels.reference.dx_scale`, where the two terms cancel), and dγ's as a whole; the
+  largest is ``max_rel_err``. A row is wrong when that exceeds ``rmsnorm_kernels.reference.tolerance_for(dtype)``
   (bf16 1e-2, fp16 2e-3, fp32 1e-5): rounding of the output stays well inside it, a wrong or unwritten
   element (outputs are poisoned with NaN while checking: inf error) does not. Judging per row, not over the
   whole tensor, means one bad row among many cannot hide in the average.
@@ -22,8 +22,8 @@ from typing import Callable, Optional
 
 import torch
 
-from kernels.poison import poison_allocator, poisoned_outputs
-from kernels.reference import tolerance_for
+from rmsnorm_kernels.poison import poison_allocator, poisoned_outputs
+from rmsnorm_kernels.reference import tolerance_for
 
 FULL_CHECK_ELEMENTS = 1 << 22
 """Cases up to this many elements (M·N) are checked at every row."""
@@ -99,7 +99,7 @@ def verify(fn: Callable, x: torch.Tensor, weight: torch.Tensor, dy: Optional[tor
     """Run ``fn`` (forward, or forward + ``autograd.grad`` when ``dy`` is given) on ``x``, ``weight``
     (``dy``) and compare with the fp64 reference. Raises what ``fn`` raises (the engine makes it an error row).
     On CUDA the call is made three times and the last one is checked: ours record a launch plan on the first
-    complete call and replay it after (`kernels.launch_plans`), and the timed calls are replays."""
+    complete call and replay it after (`rmsnorm_kernels.launch_plans`), and the timed calls are replays."""
     M, N = x.shape
     tol = tolerance_for(x.dtype)
     rows = sample_rows(M, N, seed).to(x.device)

@@ -5,7 +5,7 @@
 
 import torch
 
-from kernels.registry import register
+from rmsnorm_kernels.registry import register
 
 CHUNK = 64
 

@@ -7,7 +7,7 @@ a process that merely lists or validates implementations can never be taken down
 import multiprocessing
 import os
 
-from kernels.registry import register
+from rmsnorm_kernels.registry import register
 
 EXIT_CODE = 3
 

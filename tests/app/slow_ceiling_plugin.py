@@ -6,7 +6,7 @@ import multiprocessing
 import time
 
 import engine.runner as engine
-from kernels.registry import register
+from rmsnorm_kernels.registry import register
 
 CEILING_SLEEP_S = 10.0
 _measure_copy = engine.measure_copy

@@ -6,7 +6,7 @@ import time
 
 import torch
 
-from kernels.registry import register
+from rmsnorm_kernels.registry import register
 
 SLEEP_S = 0.05
 

@@ -14,7 +14,7 @@ from service_harness import TINY_SWEEP, lines_of, read_stream
 from app.main import create_app
 from app.settings import Settings
 from engine.models import MAX_ELEMENTS, MAX_M, ResultRow, RunHeader, default_registry
-from kernels.registry import describe_all
+from rmsnorm_kernels.registry import describe_all
 
 
 @pytest.fixture(scope="module")

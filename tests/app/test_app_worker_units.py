@@ -18,7 +18,7 @@ from app.worker_protocol import (EndRun, NextCase, RunEnded, RunFailed, StartRun
                                  row_device, tag_device, torch_device_of)
 from engine.models import Case, DeviceInfo, ResultRow, RunHeader, Sweep
 from engine.runner import DeviceBench
-from kernels.registry import Implementation, Registry
+from rmsnorm_kernels.registry import Implementation, Registry
 
 
 def _rmsnorm(x, weight, eps=1e-6):

@@ -2,7 +2,7 @@
 
 import torch
 
-from kernels.registry import Implementation
+from rmsnorm_kernels.registry import Implementation
 
 
 def _rmsnorm(x, weight, eps=1e-6):

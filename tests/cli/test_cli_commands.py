@@ -8,7 +8,7 @@ import pytest
 
 from rmsnorm_dash import cli
 from engine.models import RunFile
-from kernels.registry import REGISTRY
+from rmsnorm_kernels.registry import REGISTRY
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from engine.models import RunFile
-from kernels.registry import REGISTRY
+from rmsnorm_kernels.registry import REGISTRY
 from rmsnorm_dash import cli
 from test_cli_commands import HERE
 

@@ -25,7 +25,7 @@ def test_actual_bytes_partials_written_and_read():
 
 
 def test_actual_bytes_the_atomic_launch_declares_its_estimate():
-    from kernels.registry import default_registry
+    from rmsnorm_kernels.registry import default_registry
 
     launch = default_registry().get("triton-atomic").launch(1024, 512, 132)
     got = actual_bytes("bwd", 1024, 512, "bfloat16", launch)

@@ -10,7 +10,7 @@ from engine import memory
 from engine.byte_model import min_bytes
 from engine.models import Case
 from engine.runner import DeviceBench
-from kernels.registry import REGISTRY, Registry, describe_all, load_path
+from rmsnorm_kernels.registry import REGISTRY, Registry, describe_all, load_path
 
 SMALL_CEILING = 1 << 20
 

@@ -8,7 +8,7 @@ from engine import runner as engine_mod
 from engine.byte_model import min_bytes
 from engine.runner import DeviceBench, iter_run, plan, run_sweep
 from engine.models import ResultRow, RunFile, RunHeader, Sweep
-from kernels.registry import Implementation
+from rmsnorm_kernels.registry import Implementation
 from tiny_impls import failing, make_registry, torch_rmsnorm, wrong_shape
 
 SMALL_CEILING = 1 << 20
@@ -84,7 +84,7 @@ def test_skip_reasons(bench):
     r = row("nobody")
     assert r.status == "skipped" and "not registered" in r.reason
     r = row("triton-pretend")
-    from kernels.triton_mode import INTERPRETER_SM_COUNT
+    from rmsnorm_kernels.triton_mode import INTERPRETER_SM_COUNT
 
     assert r.status == "skipped" and "interpreter" in r.reason and r.launch["programs"] == INTERPRETER_SM_COUNT
     r = row("test-torch", timing="cuda-graph")

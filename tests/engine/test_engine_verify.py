@@ -7,7 +7,7 @@ from engine import verify as verify_mod
 from engine.runner import DeviceBench, iter_run, run_sweep
 from engine.models import Case, ResultRow, Sweep
 from engine.summary import summarize
-from kernels.registry import Implementation
+from rmsnorm_kernels.registry import Implementation
 from tiny_impls import failing, make_registry, off_by_one_percent, one_wrong_row, torch_rmsnorm
 
 SMALL_CEILING = 1 << 20
@@ -100,7 +100,7 @@ def test_sample_rows_edges_and_random_middle():
 
 
 def test_dgamma_over_all_rows_in_chunks_matches_the_reference(monkeypatch):
-    from kernels.reference import rmsnorm_backward_reference
+    from rmsnorm_kernels.reference import rmsnorm_backward_reference
 
     monkeypatch.setattr(verify_mod, "CHUNK_ELEMENTS", 3 * 16)  # 3 rows per chunk: several chunks and a remainder
     g = torch.Generator().manual_seed(1)

@@ -2,7 +2,7 @@
 
 import torch
 
-from kernels.registry import Implementation, Registry
+from rmsnorm_kernels.registry import Implementation, Registry
 
 
 def torch_rmsnorm(x, weight, eps=1e-6):

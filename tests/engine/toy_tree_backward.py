@@ -5,8 +5,8 @@ its partial rows (2·G − 1 for G chunks), each written once and read once."""
 
 import torch
 
-from kernels.families import BackwardFamily
-from kernels.registry import register
+from rmsnorm_kernels.families import BackwardFamily
+from rmsnorm_kernels.registry import register
 
 CHUNK = 16
 

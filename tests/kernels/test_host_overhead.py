@@ -1,4 +1,4 @@
-"""Host-overhead caches, on CPU: `kernels.fast_launch` (compiled kernels launched directly, keyed so that a
+"""Host-overhead caches, on CPU: `rmsnorm_kernels.fast_launch` (compiled kernels launched directly, keyed so that a
 new shape / dtype / alignment never reuses a stale one) with a stand-in for Triton's JIT, the validation
 cache measured against its first call as a ratio, and the real kernels (interpreter) still correct when the
 key changes between calls."""
@@ -8,9 +8,9 @@ import time
 import pytest
 import torch
 
-from kernels import fast_launch, validation
-from kernels.reference import relative_error, rmsnorm_reference
-from kernels.triton_forward import rmsnorm_forward
+from rmsnorm_kernels import fast_launch, validation
+from rmsnorm_kernels.reference import relative_error, rmsnorm_reference
+from rmsnorm_kernels.triton_forward import rmsnorm_forward
 
 
 class FakeCompiled:

@@ -1,12 +1,12 @@
-"""The column-sum kernel (kernels/triton_backward/column_sum.py) on its own, under the Triton interpreter:
+"""The column-sum kernel (rmsnorm_kernels/triton_backward/column_sum.py) on its own, under the Triton interpreter:
 fresh random [G, N] fp32 partials against an fp64 torch sum, into a NaN-poisoned output, at partial counts
 below, at and above one BLOCK_G and widths that leave the last BLOCK_N strip partly masked."""
 
 import pytest
 import torch
 
-from kernels.poison import poisoned_outputs
-from kernels.triton_backward.column_sum import column_sum, column_sum_blocks
+from rmsnorm_kernels.poison import poisoned_outputs
+from rmsnorm_kernels.triton_backward.column_sum import column_sum, column_sum_blocks
 
 
 @pytest.mark.parametrize("g,n", [(1, 1), (3, 17), (5, 64), (128, 33), (130, 100), (264, 48)])

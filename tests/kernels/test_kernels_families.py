@@ -1,4 +1,4 @@
-"""kernels.families: a dγ family declares its numbers, the registry joins them to the launch grid, and the
+"""rmsnorm_kernels.families: a dγ family declares its numbers, the registry joins them to the launch grid, and the
 engine reads them through `extra_traffic` / `partial_bytes` (no family name is special-cased anywhere)."""
 
 import random
@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from kernels.families import BackwardFamily, FamilyLaunch, extra_traffic, partial_bytes
-from kernels.registry import Implementation, Registry, load_path
+from rmsnorm_kernels.families import BackwardFamily, FamilyLaunch, extra_traffic, partial_bytes
+from rmsnorm_kernels.registry import Implementation, Registry, load_path
 
 
 def _fn(x, w, eps=1e-6):
@@ -94,7 +94,7 @@ def test_the_example_plugin_named_by_family_keeps_its_plain_launch():
     launch numbers used as they are."""
     import sys
 
-    from kernels.registry import REGISTRY
+    from rmsnorm_kernels.registry import REGISTRY
 
     had = "torch-chunked" in REGISTRY, "examples.dock_plugin" in sys.modules
     registry = Registry()

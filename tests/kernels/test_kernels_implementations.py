@@ -5,20 +5,20 @@ import pytest
 import torch
 from kernel_inputs import DTYPES, random_inputs
 
-from kernels.reference import (
+from rmsnorm_kernels.reference import (
     dx_scale,
     relative_error,
     rmsnorm_backward_reference,
     rmsnorm_reference,
     tolerance_for,
 )
-from kernels.registry import REGISTRY, load_all
+from rmsnorm_kernels.registry import REGISTRY, load_all
 
 load_all()
-from kernels.implementations import BUILTIN_MODULES  # noqa: E402
+from rmsnorm_kernels.implementations import BUILTIN_MODULES  # noqa: E402
 
 BUILTINS = [i.name for i in REGISTRY if getattr(i.fn, "__module__", None) in BUILTIN_MODULES]
-"""What the built-in modules registered (kernels/implementations.py lists them), not a list typed twice."""
+"""What the built-in modules registered (rmsnorm_kernels/implementations.py lists them), not a list typed twice."""
 EXPECTED = {"eager", "torch-compile", "torch-native", "liger", "quack", "triton", "triton-atomic", "triton-workspace",
             "triton-persistent"}
 CHEAP = [n for n in BUILTINS if n != "torch-compile"]  # torch.compile builds C++ per shape on CPU: few cases
@@ -51,8 +51,8 @@ def test_every_builtin_is_registered():
     assert EXPECTED <= set(BUILTINS)  # none of the known ones lost
     by_module = {m: [i.name for i in REGISTRY if i.fn.__module__ == m] for m in BUILTIN_MODULES}
     assert all(by_module.values()), f"a listed built-in module registered nothing: {by_module}"
-    from_package = {i.name for i in REGISTRY if i.fn.__module__.startswith("kernels.") and i.source == "builtin"}
-    assert from_package == set(BUILTINS), "registered from kernels/ but not listed in kernels/implementations.py"
+    from_package = {i.name for i in REGISTRY if i.fn.__module__.startswith("rmsnorm_kernels.") and i.source == "builtin"}
+    assert from_package == set(BUILTINS), "registered from rmsnorm_kernels/ but not listed in rmsnorm_kernels/implementations.py"
     assert {i.name for i in REGISTRY if i.uses_triton} >= {"triton", "triton-atomic", "triton-workspace",
                                                           "triton-persistent", "liger"}
     for d in (REGISTRY.get(n).describe() for n in BUILTINS):
@@ -72,8 +72,8 @@ def test_unavailable_peers_say_why(monkeypatch):
     unimportable (None in sys.modules), each peer is unavailable and its reason names the module."""
     import sys
 
-    from kernels.baselines import quack_unavailable_reason
-    from kernels.registry import Implementation
+    from rmsnorm_kernels.baselines import quack_unavailable_reason
+    from rmsnorm_kernels.registry import Implementation
 
     missing = Implementation("needs-missing", fn=lambda x, w, eps=1e-6: x, requires=("no_such_module_for_peers",))
     assert "no_such_module_for_peers" in missing.unavailable_reason()
@@ -135,7 +135,7 @@ def test_rows_above_the_maximum_are_refused(name):
 
 
 def test_mismatched_devices_are_refused():
-    from kernels.validation import validate_rmsnorm_inputs
+    from rmsnorm_kernels.validation import validate_rmsnorm_inputs
 
     meta_w = torch.empty(8, device="meta")
     with pytest.raises(ValueError, match="one device"):

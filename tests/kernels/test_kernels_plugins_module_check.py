@@ -8,8 +8,8 @@ import torch
 from kernel_inputs import random_inputs
 
 from engine.check import check_main, format_check_table, run_check
-from kernels.module import RMSNorm
-from kernels.registry import REGISTRY, Registry, describe_all, load_all, load_entry_points, load_path, register
+from rmsnorm_kernels.module import RMSNorm
+from rmsnorm_kernels.registry import REGISTRY, Registry, describe_all, load_all, load_entry_points, load_path, register
 
 load_all()
 

@@ -2,7 +2,7 @@
 
 import torch
 
-from kernels.reference import dx_scale, relative_error, rmsnorm_backward_reference, rmsnorm_reference
+from rmsnorm_kernels.reference import dx_scale, relative_error, rmsnorm_backward_reference, rmsnorm_reference
 
 
 def test_backward_reference_matches_autograd_of_forward():

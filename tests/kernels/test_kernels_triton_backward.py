@@ -5,13 +5,13 @@ import pytest
 import torch
 from kernel_inputs import DTYPES, ODD_N, random_inputs
 
-from kernels.poison import poisoned_outputs
-from kernels.reference import dx_scale, relative_error, rmsnorm_backward_reference, tolerance_for
-from kernels.registry import REGISTRY, load_all
-from kernels.triton_backward.atomic import atomic_backward
-from kernels.triton_backward.persistent import persistent_backward, programs_per_sm
-from kernels.triton_backward.workspace import workspace_backward
-from kernels.triton_forward import rmsnorm_forward
+from rmsnorm_kernels.poison import poisoned_outputs
+from rmsnorm_kernels.reference import dx_scale, relative_error, rmsnorm_backward_reference, tolerance_for
+from rmsnorm_kernels.registry import REGISTRY, load_all
+from rmsnorm_kernels.triton_backward.atomic import atomic_backward
+from rmsnorm_kernels.triton_backward.persistent import persistent_backward, programs_per_sm
+from rmsnorm_kernels.triton_backward.workspace import workspace_backward
+from rmsnorm_kernels.triton_forward import rmsnorm_forward
 
 STRATEGIES = {"atomic": atomic_backward, "workspace": workspace_backward, "persistent": persistent_backward}
 
@@ -106,9 +106,9 @@ def test_launch_grids_cover_every_row(m, n):
 def test_workspace_grid_fills_the_device_at_few_rows(m, n):
     """At least 2 programs per SM wherever the rows allow it (4096 × 8192 was 32 programs before); a
     program still gets 4 tiles, so the loads can be pipelined."""
-    from kernels.triton_backward.dx import backward_tile
+    from rmsnorm_kernels.triton_backward.dx import backward_tile
 
-    from kernels.triton_backward.workspace import workspace_grid
+    from rmsnorm_kernels.triton_backward.workspace import workspace_grid
 
     ws = workspace_grid(m, n, 132)
     assert ws["programs"] >= min(2 * 132, m // (4 * backward_tile(n).rows))
@@ -116,8 +116,8 @@ def test_workspace_grid_fills_the_device_at_few_rows(m, n):
 
 
 def test_pipeline_depth_fits_shared_memory():
-    from kernels.limits import SHARED_MEMORY_BUDGET
-    from kernels.triton_backward.dx import backward_tile, pipeline_stages
+    from rmsnorm_kernels.limits import SHARED_MEMORY_BUDGET
+    from rmsnorm_kernels.triton_backward.dx import backward_tile, pipeline_stages
 
     for n in (128, 1024, 4096, 8192, 16384, 65536):
         tile = backward_tile(n)
@@ -144,7 +144,7 @@ def test_persistent_wide_row_variants(variant, shape):
     the two-pass column-halves kernel (widths that leave the high half partly or almost wholly masked)."""
     from dataclasses import replace
 
-    from kernels.triton_backward.dx import backward_tile
+    from rmsnorm_kernels.triton_backward.dx import backward_tile
 
     tile = replace(backward_tile(shape[1]), rows=1, **{variant: True})
     x, w, dy = random_inputs(shape, torch.float32)
@@ -158,7 +158,7 @@ def test_persistent_wide_row_variants(variant, shape):
 def test_dependent_launch_only_on_hopper_cuda(monkeypatch):
     """PDL is asked for on every backward call: CUDA at capability ≥ 9 only, never under the interpreter, on
     the CPU, or with RMSNORM_PDL=0."""
-    from kernels import triton_mode
+    from rmsnorm_kernels import triton_mode
 
     assert triton_mode.dependent_launch("cpu") is False  # the interpreter (or a CPU tensor) here
     monkeypatch.setattr(triton_mode, "interpreting", lambda: False)

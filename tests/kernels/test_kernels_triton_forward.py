@@ -5,10 +5,10 @@ import torch
 import triton
 from kernel_inputs import DTYPES, ODD_N, random_inputs
 
-from kernels.poison import poisoned_outputs
-from kernels.reference import relative_error, rmsnorm_reference, tolerance_for
-from kernels.segments import row_segments
-from kernels.triton_forward import (
+from rmsnorm_kernels.poison import poisoned_outputs
+from rmsnorm_kernels.reference import relative_error, rmsnorm_reference, tolerance_for
+from rmsnorm_kernels.segments import row_segments
+from rmsnorm_kernels.triton_forward import (
     CHUNKED_CONFIGS,
     MULTI_ROW_CONFIGS,
     ROW_CONFIGS,
@@ -79,7 +79,7 @@ def test_size_class_separates_the_swept_row_counts():
 def test_poisoning_catches_an_unwritten_row():
     x, w, _ = random_inputs((6, 700), torch.float32)
     with poisoned_outputs():
-        from kernels.poison import new_output
+        from rmsnorm_kernels.poison import new_output
 
         y = new_output((6, 700), torch.float32, "cpu")
         rstd = new_output((6,), torch.float32, "cpu")

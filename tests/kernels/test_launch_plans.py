@@ -1,4 +1,4 @@
-"""Launch plans (`kernels.launch_plans`), on CPU: the real host paths of the forward and of every backward
+"""Launch plans (`rmsnorm_kernels.launch_plans`), on CPU: the real host paths of the forward and of every backward
 strategy run with stand-ins for Triton's compiled kernels (`FakeJIT`: records what its launcher is given).
 The replay must hand each kernel exactly what the full path hands it (with the new call's tensors and fresh
 outputs in the same places), must never replay a call that did something it could not record, and must cost
@@ -9,12 +9,12 @@ import time
 import pytest
 import torch
 
-from kernels import fast_launch, launch_plans, launch_record, poison, triton_forward
-from kernels.launch_plans import PlanCache
-from kernels.triton_backward import column_sum, function
-from kernels.triton_backward.atomic import atomic_backward, rmsnorm_bwd_atomic_kernel
-from kernels.triton_backward.persistent import persistent_backward, rmsnorm_bwd_persistent_kernel
-from kernels.triton_backward.workspace import rmsnorm_bwd_workspace_kernel, workspace_backward
+from rmsnorm_kernels import fast_launch, launch_plans, launch_record, poison, triton_forward
+from rmsnorm_kernels.launch_plans import PlanCache
+from rmsnorm_kernels.triton_backward import column_sum, function
+from rmsnorm_kernels.triton_backward.atomic import atomic_backward, rmsnorm_bwd_atomic_kernel
+from rmsnorm_kernels.triton_backward.persistent import persistent_backward, rmsnorm_bwd_persistent_kernel
+from rmsnorm_kernels.triton_backward.workspace import rmsnorm_bwd_workspace_kernel, workspace_backward
 
 
 class FakeCompiled:

@@ -8,10 +8,10 @@ import warnings
 import pytest
 import torch
 
-from kernels import ops
-from kernels.module import RMSNorm
-from kernels.poison import poisoned_outputs
-from kernels.reference import dx_scale, relative_error, rmsnorm_backward_reference, rmsnorm_reference, tolerance_for
+from rmsnorm_kernels import ops
+from rmsnorm_kernels.module import RMSNorm
+from rmsnorm_kernels.poison import poisoned_outputs
+from rmsnorm_kernels.reference import dx_scale, relative_error, rmsnorm_backward_reference, rmsnorm_reference, tolerance_for
 from tests.kernels.kernel_inputs import random_inputs
 
 
@@ -99,7 +99,7 @@ def test_compile_aot_eager_runs_the_registered_backward():
 
 
 def test_registry_function_traces_to_the_op():
-    from kernels.registry import REGISTRY, load_all
+    from rmsnorm_kernels.registry import REGISTRY, load_all
 
     load_all()
     fn = REGISTRY.get("triton-atomic").fn

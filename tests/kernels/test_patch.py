@@ -7,8 +7,8 @@ import pytest
 import torch
 from torch import nn
 
-from kernels.module import RMSNorm
-from kernels.patch import patch_rmsnorm
+from rmsnorm_kernels.module import RMSNorm
+from rmsnorm_kernels.patch import patch_rmsnorm
 
 transformers = pytest.importorskip("transformers")
 

@@ -1,5 +1,5 @@
 """The backward arithmetic every dγ strategy shares, on a tile of ROWS rows (ROWS = 1 for one row), each row
-held as up to three power-of-two segments (`kernels.segments.row_segments`: 5120 = 4096 + 1024, no padded
+held as up to three power-of-two segments (`rmsnorm_kernels.segments.row_segments`: 5120 = 4096 + 1024, no padded
 8192-wide block):
 
     dx = rstd·(γ·dy) − x·rstd³·mean(γ·dy·x)        (per row)
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import triton
 import triton.language as tl
 
-from kernels.limits import SHARED_MEMORY_BUDGET
-from kernels.segments import Segments, load_segment, load_vector, next_power_of_two, row_segments, store_segment
+from rmsnorm_kernels.limits import SHARED_MEMORY_BUDGET
+from rmsnorm_kernels.segments import Segments, load_segment, load_vector, next_power_of_two, row_segments, store_segment
 
 
 @triton.jit

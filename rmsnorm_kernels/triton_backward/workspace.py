@@ -11,15 +11,15 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.families import BackwardFamily
-from kernels.fast_launch import fast
-from kernels.limits import DEFAULT_SM_COUNT
-from kernels.poison import new_output
-from kernels.triton_backward.column_sum import allow_dependent_launch, column_sum
-from kernels.segments import store_vector
-from kernels.triton_backward.dx import backward_tile, load_weight_segments, pipeline_stages, rmsnorm_bwd_rows
-from kernels.triton_mode import dependent_launch
-from kernels.triton_mode import sm_count as device_sm_count
+from rmsnorm_kernels.families import BackwardFamily
+from rmsnorm_kernels.fast_launch import fast
+from rmsnorm_kernels.limits import DEFAULT_SM_COUNT
+from rmsnorm_kernels.poison import new_output
+from rmsnorm_kernels.triton_backward.column_sum import allow_dependent_launch, column_sum
+from rmsnorm_kernels.segments import store_vector
+from rmsnorm_kernels.triton_backward.dx import backward_tile, load_weight_segments, pipeline_stages, rmsnorm_bwd_rows
+from rmsnorm_kernels.triton_mode import dependent_launch
+from rmsnorm_kernels.triton_mode import sm_count as device_sm_count
 
 WORKSPACE_ROWS_PER_PROGRAM = {  # block → rows per program: best of 8…256 on the H200, bf16, 2026-12-02
     1024: 64, 2048: 128, 4096: 128, 8192: 128, 16384: 32, 32768: 16, 65536: 16,
@@ -81,7 +81,7 @@ WORKSPACE = BackwardFamily(
     "column-sum kernel adds the G rows in a fixed order (deterministic)",
     partial_rows_text="one per program: G = ⌈M / rows per program⌉",
 )
-"""The workspace strategy's dγ numbers (`kernels.families`): one fp32 partial row per program."""
+"""The workspace strategy's dγ numbers (`rmsnorm_kernels.families`): one fp32 partial row per program."""
 
 
 def workspace_grid(M: int, N: int, sm_count: int = DEFAULT_SM_COUNT) -> dict:

@@ -2,7 +2,7 @@
 backward of one dγ strategy. A strategy is ``backward(dy2d, x2d, weight, rstd) -> (dx2d, dγ)``.
 
 Under ``torch.compile`` / ``torch.export`` the same kernels run as the ``rmsnorm_dashboard`` custom ops
-(`kernels/ops.py`), which Dynamo treats as opaque; `kernels.ops.rms_norm` picks one or the other."""
+(`rmsnorm_kernels/ops.py`), which Dynamo treats as opaque; `rmsnorm_kernels.ops.rms_norm` picks one or the other."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Callable
 
 import torch
 
-from kernels import fast_launch
-from kernels.launch_plans import PlanCache
-from kernels.triton_forward import as_rows, rmsnorm_forward
+from rmsnorm_kernels import fast_launch
+from rmsnorm_kernels.launch_plans import PlanCache
+from rmsnorm_kernels.triton_forward import as_rows, rmsnorm_forward
 
 Strategy = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], tuple]
 
@@ -22,7 +22,7 @@ _PLANS_ON = fast_launch.enabled()
 
 
 def run_strategy(strategy: Strategy, dy: torch.Tensor, x2d: torch.Tensor, w: torch.Tensor, rstd: torch.Tensor):
-    """``strategy(dy as rows, x2d, w, rstd)`` -> (dx2d, dγ); as a launch plan (`kernels.launch_plans`) when
+    """``strategy(dy as rows, x2d, w, rstd)`` -> (dx2d, dγ); as a launch plan (`rmsnorm_kernels.launch_plans`) when
     dy is contiguous and every pointer 16-byte aligned. dγ may come back in fp32 (a strategy's
     ``plannable`` form leaves the cast to the caller)."""
     if _PLANS_ON and dy.is_contiguous() and not ((dy.data_ptr() | x2d.data_ptr() | w.data_ptr() | rstd.data_ptr()) & 15):

@@ -5,7 +5,7 @@ along N. Output in γ's dtype.
 It follows a large kernel on the same stream, so its launch latency is a fixed cost of every backward (a few
 µs: 8 of 63 µs at 4096×8192 on the H200). On Hopper it is launched with programmatic dependent launch:
 the kernel before it calls ``gdc_launch_dependents`` as it starts, this one is queued behind it and waits
-in ``gdc_wait`` until that kernel's partial rows are written (`kernels.triton_mode.dependent_launch`)."""
+in ``gdc_wait`` until that kernel's partial rows are written (`rmsnorm_kernels.triton_mode.dependent_launch`)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
-from kernels.fast_launch import fast
-from kernels.poison import new_output
-from kernels.segments import next_power_of_two
-from kernels.triton_mode import dependent_launch
+from rmsnorm_kernels.fast_launch import fast
+from rmsnorm_kernels.poison import new_output
+from rmsnorm_kernels.segments import next_power_of_two
+from rmsnorm_kernels.triton_mode import dependent_launch
 
 
 @triton.jit

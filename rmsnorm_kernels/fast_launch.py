@@ -27,8 +27,8 @@ import os
 
 import torch
 
-from kernels.launch_record import note_launch, note_unrecordable
-from kernels.triton_mode import interpreting
+from rmsnorm_kernels.launch_record import note_launch, note_unrecordable
+from rmsnorm_kernels.triton_mode import interpreting
 
 _WRAPPERS: dict = {}
 STATS = {"jit": 0, "direct": 0}

@@ -1,5 +1,5 @@
-"""The registry's four Triton implementations: the fused forward (`kernels/triton_forward.py`) with each dγ
-strategy of `kernels/triton_backward/` as its backward, all through `kernels.ops.rms_norm` (eager: the autograd
+"""The registry's four Triton implementations: the fused forward (`rmsnorm_kernels/triton_forward.py`) with each dγ
+strategy of `rmsnorm_kernels/triton_backward/` as its backward, all through `rmsnorm_kernels.ops.rms_norm` (eager: the autograd
 Function; under ``torch.compile`` / ``torch.export``: the ``rmsnorm_dashboard`` custom ops).
 
 ``triton`` is benchmarked for its forward only (its backward is triton-persistent's, so it is a complete
@@ -9,13 +9,13 @@ names them. A plug-in backward outside the package registers itself in its own f
 
 from __future__ import annotations
 
-from kernels import ops
-from kernels.registry import register
-from kernels.triton_backward.atomic import ATOMIC, atomic_grid
-from kernels.triton_backward.persistent import PERSISTENT, persistent_grid
-from kernels.triton_backward.workspace import WORKSPACE, workspace_grid
-from kernels.triton_forward import forward_launch
-from kernels.triton_mode import triton_unavailable_reason
+from rmsnorm_kernels import ops
+from rmsnorm_kernels.registry import register
+from rmsnorm_kernels.triton_backward.atomic import ATOMIC, atomic_grid
+from rmsnorm_kernels.triton_backward.persistent import PERSISTENT, persistent_grid
+from rmsnorm_kernels.triton_backward.workspace import WORKSPACE, workspace_grid
+from rmsnorm_kernels.triton_forward import forward_launch
+from rmsnorm_kernels.triton_mode import triton_unavailable_reason
 
 
 @register(

@@ -14,10 +14,10 @@ import shutil
 
 import torch
 
-from kernels.registry import register
-from kernels.triton_mode import interpreting, triton_unavailable_reason
-from kernels.limits import MAX_N
-from kernels.validation import validate_rmsnorm_inputs
+from rmsnorm_kernels.registry import register
+from rmsnorm_kernels.triton_mode import interpreting, triton_unavailable_reason
+from rmsnorm_kernels.limits import MAX_N
+from rmsnorm_kernels.validation import validate_rmsnorm_inputs
 
 
 def rmsnorm_eager_math(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import functools
 
-from kernels.limits import DEFAULT_SM_COUNT
+from rmsnorm_kernels.limits import DEFAULT_SM_COUNT
 
 INTERPRETER_SM_COUNT = DEFAULT_SM_COUNT
-"""SM count assumed under the interpreter (`kernels.limits.DEFAULT_SM_COUNT`), so launch grids look like the GPU's."""
+"""SM count assumed under the interpreter (`rmsnorm_kernels.limits.DEFAULT_SM_COUNT`), so launch grids look like the GPU's."""
 
 
 @functools.lru_cache(maxsize=1)

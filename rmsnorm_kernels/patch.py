@@ -1,5 +1,5 @@
 """``patch_rmsnorm(model, impl="triton-persistent")``: swap every RMSNorm module of a Hugging Face
-``transformers`` model (or any ``nn.Module`` tree) for this project's `kernels.module.RMSNorm`.
+``transformers`` model (or any ``nn.Module`` tree) for this project's `rmsnorm_kernels.module.RMSNorm`.
 
 A module is a candidate when its class name contains "RMSNorm"; it is replaced when it also has
 
@@ -25,7 +25,7 @@ import logging
 import torch
 from torch import nn
 
-from kernels.module import RMSNorm
+from rmsnorm_kernels.module import RMSNorm
 
 log = logging.getLogger(__name__)
 

@@ -8,10 +8,10 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.families import BackwardFamily
-from kernels.fast_launch import fast
-from kernels.poison import new_output, new_zeros
-from kernels.triton_backward.dx import backward_tile, load_weight_segments, rmsnorm_bwd_rows
+from rmsnorm_kernels.families import BackwardFamily
+from rmsnorm_kernels.fast_launch import fast
+from rmsnorm_kernels.poison import new_output, new_zeros
+from rmsnorm_kernels.triton_backward.dx import backward_tile, load_weight_segments, rmsnorm_bwd_rows
 
 
 
@@ -48,7 +48,7 @@ ATOMIC = BackwardFamily(
     partial_rows_text="1: the shared fp32 dγ vector",
     extra_bytes_text="estimate: programs·N·4·2, every program's read-modify-write of the shared vector",
 )
-"""The atomic strategy's dγ numbers (`kernels.families`): one fp32 row, each program's adds counted as traffic."""
+"""The atomic strategy's dγ numbers (`rmsnorm_kernels.families`): one fp32 row, each program's adds counted as traffic."""
 
 
 def atomic_grid(M: int, N: int, sm_count: int = 0) -> dict:

@@ -5,8 +5,8 @@ with no other edit:
 
 1. a decorator in its own module::
 
-       from kernels.families import BackwardFamily
-       from kernels.registry import register
+       from rmsnorm_kernels.families import BackwardFamily
+       from rmsnorm_kernels.registry import register
 
        MY_FAMILY = BackwardFamily("my-tree", "dγ partials summed pairwise", partial_rows=...)
 
@@ -16,7 +16,7 @@ with no other edit:
            return MyAutogradFunction.apply(x, weight, eps)
 
    (``family`` may also be a plain name: ``"baseline"``, ``"other"``, or an existing strategy's name to be
-   drawn like it; see `kernels/families.py`);
+   drawn like it; see `rmsnorm_kernels/families.py`);
 
 2. a Python entry point in the group ``rmsnorm_dashboard.implementations`` whose object is an
    `Implementation` (or a decorated function, or a module whose import registers entries);
@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, Callable, Iterable, Optional, Union
 
-from kernels.families import BackwardFamily, FamilyLaunch, check_family_name
-from kernels.limits import DEFAULT_SM_COUNT
+from rmsnorm_kernels.families import BackwardFamily, FamilyLaunch, check_family_name
+from rmsnorm_kernels.limits import DEFAULT_SM_COUNT
 
 ENTRY_POINT_GROUP = "rmsnorm_dashboard.implementations"
 PLUGINS_ENV = "RMSNORM_PLUGINS"
@@ -70,7 +70,7 @@ class Implementation:
     """``launch(M, N, sm_count) -> {"programs": G, "rows_per_program": r, ...}``: the real grid the kernel
     uses for that shape on a device with ``sm_count`` SMs (the dock scene draws it). ``None`` for opaque
     baselines. With a `BackwardFamily` the result also carries the family's numbers (``family``,
-    ``partial_rows``, ``partial_bytes``, ``extra_bytes``, ``extra_bytes_note``: `kernels.families`), which is
+    ``partial_rows``, ``partial_bytes``, ``extra_bytes``, ``extra_bytes_note``: `rmsnorm_kernels.families`), which is
     all the engine's byte model and memory estimate read; a plain launch may give them itself."""
     uses_triton: bool = False
     """It launches Triton kernels (on CPU it then runs only under the Triton interpreter)."""
@@ -316,7 +316,7 @@ def load_all(extra_paths: Iterable[str] = (), registry: Registry | None = None) 
     global _LOADED
     registry = registry if registry is not None else REGISTRY
     if not _LOADED:
-        importlib.import_module("kernels.implementations")  # registers the built-ins
+        importlib.import_module("rmsnorm_kernels.implementations")  # registers the built-ins
         load_entry_points(registry)
         _LOADED = True
     paths = [p.strip() for p in os.environ.get(PLUGINS_ENV, "").split(",") if p.strip()]

@@ -1,5 +1,5 @@
-"""The recorder half of `kernels.launch_plans`: while a call is being recorded, the allocations of
-`kernels.poison` and the launches of `kernels.fast_launch` note themselves here. Imports only torch, so the
+"""The recorder half of `rmsnorm_kernels.launch_plans`: while a call is being recorded, the allocations of
+`rmsnorm_kernels.poison` and the launches of `rmsnorm_kernels.fast_launch` note themselves here. Imports only torch, so the
 allocation and launch modules can report to it without importing the plans."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def note_output(t: torch.Tensor, zero: bool) -> None:
 
 
 def note_launch(compiled, grid, args, tail) -> None:
-    """A direct-launchable kernel launch (`kernels.fast_launch`): its compiled kernel, grid, positional args
+    """A direct-launchable kernel launch (`rmsnorm_kernels.fast_launch`): its compiled kernel, grid, positional args
     and the constexpr / option tail its launcher takes after them."""
     rec = recorder()
     if rec is None:

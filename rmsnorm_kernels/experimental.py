@@ -1,6 +1,6 @@
 """Kernels only the tuning scripts reach (bench/tune_kernels.py, bench/probe_tiles.py, bench/probe_widths.py):
-kept because the tables that choose a kernel per width (`kernels.triton_forward.FORWARD_PLAN`,
-`kernels.triton_backward.dx.TUNED_BACKWARD`) may name them, but today none does, so no registered
+kept because the tables that choose a kernel per width (`rmsnorm_kernels.triton_forward.FORWARD_PLAN`,
+`rmsnorm_kernels.triton_backward.dx.TUNED_BACKWARD`) may name them, but today none does, so no registered
 implementation launches them.
 
 * ``rmsnorm_fwd_persistent_kernel``: the forward as SM count × k programs striding over [ROWS, BLOCK] tiles,
@@ -16,11 +16,11 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from kernels.fast_launch import fast
-from kernels.limits import DEFAULT_SM_COUNT, SHARED_MEMORY_BUDGET
-from kernels.segments import next_power_of_two
-from kernels.triton_backward.column_sum import allow_dependent_launch
-from kernels.triton_mode import sm_count as device_sm_count
+from rmsnorm_kernels.fast_launch import fast
+from rmsnorm_kernels.limits import DEFAULT_SM_COUNT, SHARED_MEMORY_BUDGET
+from rmsnorm_kernels.segments import next_power_of_two
+from rmsnorm_kernels.triton_backward.column_sum import allow_dependent_launch
+from rmsnorm_kernels.triton_mode import sm_count as device_sm_count
 
 DEFAULT_FORWARD_PLAN = (8, 2, 3)
 """(num_warps, programs per SM, stages) of ``kernel="persistent"``; its rows: a 4096-element tile."""

@@ -2,10 +2,10 @@
 kept for the backward.
 
 Two kernels behind one entry point, `rmsnorm_forward`, dispatched by row width (`forward_kind`; the
-registry's ``triton`` implementation is `kernels/triton_rmsnorm.py`):
+registry's ``triton`` implementation is `rmsnorm_kernels/triton_rmsnorm.py`):
 
 * ``rmsnorm_fwd_rows_kernel``: ROWS rows per program, each row held as up to three power-of-two segments
-  (`kernels.segments.row_segments`: 5120 = 4096 + 1024, no padded 8192-wide block). Two autotuners share it:
+  (`rmsnorm_kernels.segments.row_segments`: 5120 = 4096 + 1024, no padded 8192-wide block). Two autotuners share it:
   the one-row one (ROWS = 1) over num_warps, whose prune hook `prune_row_configs` keeps the warp counts that
   give each thread enough of the row, and the multi-row one for short rows (ROWS × warps,
   `prune_multi_row_configs`), where one row alone is too little work for a program;
@@ -13,7 +13,7 @@ registry's ``triton`` implementation is `kernels/triton_rmsnorm.py`):
   the x loads kept in L2; then x read again, from L2, to write y), autotuned over CHUNK × num_warps with the
   chunks that pad the row least (`prune_chunked_configs`): far fewer registers per thread than a whole row,
   so more programs per SM (TorchInductor's looped reduction does this for wide rows);
-* and, for the tuning scripts only, the persistent forward of `kernels.experimental` (``kernel="persistent"``
+* and, for the tuning scripts only, the persistent forward of `rmsnorm_kernels.experimental` (``kernel="persistent"``
   or a ``plan``): measured slower, not dispatched to.
 
 The autotuners key on N and the size class of M (`size_class`: the best tile for 4096 rows is not the
@@ -29,16 +29,16 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import fast_launch
-from kernels.fast_launch import fast
-from kernels.launch_plans import PlanCache
-from kernels.launch_record import note_unrecordable
-from kernels.poison import new_output
-from kernels.segments import Segments, load_segment, next_power_of_two, row_segments
-from kernels.triton_mode import interpreting
-from kernels.experimental import persistent_forward, persistent_forward_grid
-from kernels.limits import DEFAULT_SM_COUNT, MAX_N
-from kernels.validation import validate_rmsnorm_inputs
+from rmsnorm_kernels import fast_launch
+from rmsnorm_kernels.fast_launch import fast
+from rmsnorm_kernels.launch_plans import PlanCache
+from rmsnorm_kernels.launch_record import note_unrecordable
+from rmsnorm_kernels.poison import new_output
+from rmsnorm_kernels.segments import Segments, load_segment, next_power_of_two, row_segments
+from rmsnorm_kernels.triton_mode import interpreting
+from rmsnorm_kernels.experimental import persistent_forward, persistent_forward_grid
+from rmsnorm_kernels.limits import DEFAULT_SM_COUNT, MAX_N
+from rmsnorm_kernels.validation import validate_rmsnorm_inputs
 
 ROW_WARPS = (4, 8, 16, 32)
 ROW_PER_THREAD = 4  # fewest elements per thread a one-row config may give (fewer: idle lanes)
@@ -118,7 +118,7 @@ def rmsnorm_fwd_rows_kernel(X, W, Y, RSTD, M, stride_x, stride_y, N, eps, SIZE_C
                             W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr, MASK0: tl.constexpr,
                             MASK1: tl.constexpr, MASK2: tl.constexpr):
     """ROWS rows per program (ROWS = 1: one row per program), each row as up to three power-of-two segments
-    (`kernels.segments.row_segments`), so no lane is spent on a padded block."""
+    (`rmsnorm_kernels.segments.row_segments`), so no lane is spent on a padded block."""
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     x0 = load_segment(X, rows, M, N, stride_x, 0, W0, MASK0)
     squares = tl.sum(x0 * x0, axis=1)
@@ -259,7 +259,7 @@ def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *,
     "persistent") and ``plan`` (rows, num_warps, programs_per_sm, stages) override the tuned dispatch, and
     ``padded`` holds each row in one power-of-two block instead of its segments (for tuning scripts).
 
-    The default dispatch of a contiguous x runs as a launch plan (`kernels.launch_plans`): recorded on the
+    The default dispatch of a contiguous x runs as a launch plan (`rmsnorm_kernels.launch_plans`): recorded on the
     first complete call of its (shape, strides, dtypes, device, eps), replayed after."""
     if kernel == "auto" and plan is None and not padded and _PLANS_ON and x.is_contiguous() \
             and not ((x.data_ptr() | weight.data_ptr()) & 15):

@@ -10,7 +10,7 @@ import contextlib
 
 import torch
 
-from kernels.launch_record import note_output
+from rmsnorm_kernels.launch_record import note_output
 
 _depth = 0
 

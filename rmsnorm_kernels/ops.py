@@ -25,14 +25,14 @@ import os
 import torch
 from torch import Tensor
 
-from kernels.triton_backward.atomic import atomic_backward
-from kernels.triton_backward.function import eager_rmsnorm, run_strategy
-from kernels.triton_backward.persistent import persistent_backward
-from kernels.triton_backward.workspace import workspace_backward
-from kernels.triton_forward import as_rows, rmsnorm_forward
-from kernels.triton_mode import interpreting
-from kernels.limits import MAX_N
-from kernels.validation import SUPPORTED_DTYPES, validate_rmsnorm_inputs
+from rmsnorm_kernels.triton_backward.atomic import atomic_backward
+from rmsnorm_kernels.triton_backward.function import eager_rmsnorm, run_strategy
+from rmsnorm_kernels.triton_backward.persistent import persistent_backward
+from rmsnorm_kernels.triton_backward.workspace import workspace_backward
+from rmsnorm_kernels.triton_forward import as_rows, rmsnorm_forward
+from rmsnorm_kernels.triton_mode import interpreting
+from rmsnorm_kernels.limits import MAX_N
+from rmsnorm_kernels.validation import SUPPORTED_DTYPES, validate_rmsnorm_inputs
 
 NAMESPACE = "rmsnorm_dashboard"
 STRATEGIES = ("atomic", "workspace", "persistent")

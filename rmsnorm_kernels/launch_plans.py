@@ -3,8 +3,8 @@
 Everything the host does on a call that depends only on the inputs' shapes, strides, dtypes, device and
 pointer alignment — validation, the dispatch by width, the autotuner's choice, grids, segment constants,
 output sizes, Triton's specialization key — gives the same answer on every later call with the same key.
-So the first complete call of a key is *recorded*: each output allocated through `kernels.poison` and each
-kernel launched through `kernels.fast_launch` is noted, with every tensor argument mapped to a slot (an
+So the first complete call of a key is *recorded*: each output allocated through `rmsnorm_kernels.poison` and each
+kernel launched through `rmsnorm_kernels.fast_launch` is noted, with every tensor argument mapped to a slot (an
 input of the call or one of its outputs) and every other argument kept as the constant it was. Later calls
 with the same key *replay* the record: allocate the outputs (NaN-filled while poisoning, as the first call
 would), call each compiled kernel's launcher with the new tensors, return the outputs. Nothing is chosen
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import torch
 
-from kernels import poison
-from kernels.launch_record import Recorder, Slot, push, pop
+from rmsnorm_kernels import poison
+from rmsnorm_kernels.launch_record import Recorder, Slot, push, pop
 
 STATS = {"recorded": 0, "replayed": 0, "incomplete": 0}
 GIVE_UP_AFTER = 3

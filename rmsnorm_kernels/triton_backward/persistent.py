@@ -6,7 +6,7 @@ given G (the device's SM count fixes it).
 
 Rows so wide that x, dy, γ and the partial do not fit in registers together (16384 at 16 warps: ptxas
 spilled) have two remedies, chosen per width in `TUNED_BACKWARD`: reload γ for every row instead of holding
-it (``reload_weight``), or the two-pass column-halves kernel (``column_halves``; `kernels.experimental`,
+it (``reload_weight``), or the two-pass column-halves kernel (``column_halves``; `rmsnorm_kernels.experimental`,
 no width is tuned to it today)."""
 
 from __future__ import annotations
@@ -17,16 +17,16 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.families import BackwardFamily
-from kernels.experimental import rmsnorm_bwd_persistent_halves_kernel
-from kernels.fast_launch import fast
-from kernels.limits import DEFAULT_SM_COUNT
-from kernels.poison import new_output
-from kernels.triton_backward.column_sum import allow_dependent_launch, column_sum
-from kernels.segments import store_vector
-from kernels.triton_backward.dx import backward_tile, load_weight_segments, pipeline_stages, rmsnorm_bwd_rows
-from kernels.triton_mode import sm_count as device_sm_count
-from kernels.triton_mode import dependent_launch
+from rmsnorm_kernels.families import BackwardFamily
+from rmsnorm_kernels.experimental import rmsnorm_bwd_persistent_halves_kernel
+from rmsnorm_kernels.fast_launch import fast
+from rmsnorm_kernels.limits import DEFAULT_SM_COUNT
+from rmsnorm_kernels.poison import new_output
+from rmsnorm_kernels.triton_backward.column_sum import allow_dependent_launch, column_sum
+from rmsnorm_kernels.segments import store_vector
+from rmsnorm_kernels.triton_backward.dx import backward_tile, load_weight_segments, pipeline_stages, rmsnorm_bwd_rows
+from rmsnorm_kernels.triton_mode import sm_count as device_sm_count
+from rmsnorm_kernels.triton_mode import dependent_launch
 
 
 @triton.jit
@@ -79,7 +79,7 @@ PERSISTENT = BackwardFamily(
     "row of a [G, N] fp32 buffer at the end; a column-sum kernel adds them in a fixed order (deterministic)",
     partial_rows_text="one per program: G = SM count × k (at most one per tile of rows)",
 )
-"""The persistent strategy's dγ numbers (`kernels.families`): one fp32 partial row per program."""
+"""The persistent strategy's dγ numbers (`rmsnorm_kernels.families`): one fp32 partial row per program."""
 
 
 def persistent_grid(M: int, N: int, sm_count: int = DEFAULT_SM_COUNT) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels.limits import MAX_N
+from rmsnorm_kernels.limits import MAX_N
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 

@@ -1,6 +1,6 @@
 """``RMSNorm``: any registered implementation as a drop-in ``nn.Module`` (learned γ, initialised to ones).
 
-The Triton implementations go through `kernels.ops.rms_norm`: custom ops under ``torch.compile`` /
+The Triton implementations go through `rmsnorm_kernels.ops.rms_norm`: custom ops under ``torch.compile`` /
 ``torch.export`` (no graph break), the cached launch path in eager mode, and a plain PyTorch fallback for
 floating inputs the kernels cannot take (fp64, CPU without Triton). ``offset`` makes γ = weight + offset
 (Gemma's ``1 + weight``, added in fp32). ``promote_output``: return ``promote_types(weight, x)`` like
@@ -11,8 +11,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from kernels.ops import IMPL_BACKWARD, rms_norm
-from kernels.registry import REGISTRY, load_all
+from rmsnorm_kernels.ops import IMPL_BACKWARD, rms_norm
+from rmsnorm_kernels.registry import REGISTRY, load_all
 
 
 class RMSNorm(nn.Module):
