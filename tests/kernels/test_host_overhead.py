@@ -3,7 +3,6 @@ new shape / dtype / alignment never reuses a stale one) with a stand-in for Trit
 cache measured against its first call as a ratio, and the real kernels (interpreter) still correct when the
 key changes between calls."""
 
-import time
 
 import pytest
 import torch
@@ -11,35 +10,7 @@ import torch
 from rmsnorm_kernels import fast_launch, validation
 from rmsnorm_kernels.reference import relative_error, rmsnorm_reference
 from rmsnorm_kernels.triton_forward import rmsnorm_forward
-
-
-class FakeCompiled:
-    """Stands in for Triton's CompiledKernel: records what its launcher is given."""
-
-    def __init__(self):
-        self.function = object()
-        self.packed_metadata = object()
-        self.launches = []
-
-    def run(self, *args):
-        self.launches.append(args)
-
-
-class FakeJIT:
-    """Stands in for a @triton.jit function: ``fn[grid](*args, **kwargs)`` "compiles" one kernel per call."""
-
-    arg_names = ["X", "Y", "N", "eps", "BLOCK", "USE_PDL"]
-
-    def __init__(self):
-        self.jit_calls = []
-
-    def __getitem__(self, grid):
-        def launch(*args, **kwargs):
-            compiled = FakeCompiled()
-            self.jit_calls.append((grid, args, kwargs, compiled))
-            return compiled
-
-        return launch
+from tests.kernels.fake_triton import FakeJIT, median_seconds
 
 
 @pytest.fixture
@@ -52,7 +23,7 @@ def fake_cuda(monkeypatch):
 
 
 def _kernel():
-    kernel = fast_launch.FastKernel(FakeJIT())
+    kernel = fast_launch.FastKernel(FakeJIT(["X", "Y", "N", "eps", "BLOCK", "USE_PDL"]))
     kernel.direct = True  # as on a GPU (the interpreter turns it off)
     return kernel
 
@@ -115,16 +86,6 @@ def test_launch_hooks_and_missing_constexprs_use_the_jit(fake_cuda):
     assert len(kernel.fn.jit_calls) == 4
 
 
-def _median(fn, calls=400):
-    samples = []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    samples.sort()
-    return samples[len(samples) // 2]
-
-
 def test_cached_validation_is_cheaper_than_the_first_call():
     x, w = torch.randn(16, 64), torch.randn(64)
 
@@ -137,7 +98,7 @@ def test_cached_validation_is_cheaper_than_the_first_call():
 
     ratios = []
     for _ in range(3):  # interleaved rounds: a busy core slows both alike
-        ratios.append(_median(cached) / _median(first))
+        ratios.append(median_seconds(cached, 400) / median_seconds(first, 400))
     assert min(ratios) < 0.8, ratios
 
 

@@ -4,7 +4,6 @@ The replay must hand each kernel exactly what the full path hands it (with the n
 outputs in the same places), must never replay a call that did something it could not record, and must cost
 less host time than the full path (a ratio, measured interleaved)."""
 
-import time
 
 import pytest
 import torch
@@ -15,37 +14,7 @@ from rmsnorm_kernels.triton_backward import column_sum, function
 from rmsnorm_kernels.triton_backward.atomic import atomic_backward, rmsnorm_bwd_atomic_kernel
 from rmsnorm_kernels.triton_backward.persistent import persistent_backward, rmsnorm_bwd_persistent_kernel
 from rmsnorm_kernels.triton_backward.workspace import rmsnorm_bwd_workspace_kernel, workspace_backward
-
-
-class FakeCompiled:
-    def __init__(self, name):
-        self.name = name
-        self.function = object()
-        self.packed_metadata = object()
-        self.launches = []
-
-    def run(self, *args):
-        self.launches.append(args)
-
-
-class FakeJIT:
-    """``fn[grid](*args, **kwargs)`` like a @triton.jit function: one compiled kernel per call; every launch
-    (through the JIT or the compiled kernel's launcher) is appended to ``log`` as (name, grid, args)."""
-
-    def __init__(self, real, log):
-        self.arg_names = list(real.arg_names)
-        self.name = real.__name__ if hasattr(real, "__name__") else real.fn.__name__
-        self.log = log
-
-    def __getitem__(self, grid):
-        def launch(*args, **kwargs):
-            compiled = FakeCompiled(self.name)
-            tail = [kwargs[n] for n in self.arg_names[len(args):]]
-            self.log.append((self.name, tuple(grid), (*args, *tail)))
-            compiled.run = lambda *a, name=self.name: self.log.append((name, a[:3], a[9:]))
-            return compiled
-
-        return launch
+from tests.kernels.fake_triton import FakeJIT, median_seconds
 
 
 @pytest.fixture
@@ -59,7 +28,7 @@ def fake_gpu(monkeypatch):
                column_sum.column_sum_kernel, triton_forward.rmsnorm_fwd_rows_kernel,
                triton_forward.rmsnorm_fwd_chunked_kernel]
     for k in kernels:
-        wrapper = fast_launch.FastKernel(FakeJIT(k, log))
+        wrapper = fast_launch.FastKernel(FakeJIT.like(k, log))
         wrapper.direct = True
         fast_launch._WRAPPERS[k] = wrapper
     monkeypatch.setattr(triton_forward, "interpreting", lambda: False)
@@ -192,16 +161,6 @@ def test_replay_outputs_are_poisoned_while_poisoning(fake_gpu):
     assert torch.isnan(dx.float()).all() and torch.isnan(dw.float()).all()  # the fake kernels wrote nothing
 
 
-def _median(fn, calls=200):
-    samples = []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    samples.sort()
-    return samples[len(samples) // 2]
-
-
 def test_replay_costs_less_host_time_than_the_full_path(fake_gpu):
     dy, x, w, rstd = _inputs(4096, 4096)
     full = lambda: persistent_backward(dy, x, w, rstd)  # noqa: E731  (the full host path, launches direct)
@@ -209,5 +168,5 @@ def test_replay_costs_less_host_time_than_the_full_path(fake_gpu):
     planned(), full()
     ratios = []
     for _ in range(3):  # interleaved rounds: a busy core slows both alike
-        ratios.append(_median(planned) / _median(full))
+        ratios.append(median_seconds(planned, 200) / median_seconds(full, 200))
     assert min(ratios) < 0.8, ratios
