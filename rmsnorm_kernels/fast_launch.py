@@ -39,6 +39,20 @@ def enabled() -> bool:
     return os.environ.get("RMSNORM_FAST_LAUNCH", "1") != "0" and not interpreting()
 
 
+_runtime = None
+
+
+def hooks_installed() -> bool:
+    """A Triton launch enter / exit hook is installed (a profiler reads the metadata the full launch path builds):
+    fast launches and launch plans then take Triton's own path."""
+    global _runtime
+    if _runtime is None:
+        from triton import knobs
+
+        _runtime = knobs.runtime
+    return bool(_runtime.launch_enter_hook.calls or _runtime.launch_exit_hook.calls)
+
+
 def _spec(a):
     if isinstance(a, torch.Tensor):
         return (a.dtype, a.data_ptr() % 16 == 0)
@@ -66,9 +80,7 @@ class FastKernel:
             STATS["jit"] += 1
             note_unrecordable()
             return self.fn[grid](*args, **kwargs)
-        from triton import knobs
-
-        hooks = knobs.runtime.launch_enter_hook.calls or knobs.runtime.launch_exit_hook.calls
+        hooks = hooks_installed()
         device = torch.cuda.current_device()
         key = (grid, device, tuple(kwargs.items()), *map(_spec, args))
         entry = self.entries.get(key)

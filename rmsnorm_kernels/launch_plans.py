@@ -22,11 +22,22 @@ from __future__ import annotations
 import torch
 
 from rmsnorm_kernels import poison
+from rmsnorm_kernels.fast_launch import enabled, hooks_installed
 from rmsnorm_kernels.launch_record import Recorder, Slot, push, pop
 
 STATS = {"recorded": 0, "replayed": 0, "incomplete": 0}
 GIVE_UP_AFTER = 3
 """Incomplete recordings of one key after which it stays on the full path (never cached)."""
+ENABLED = enabled()
+"""Plans are on in this process (off under the interpreter and with ``RMSNORM_FAST_LAUNCH=0``)."""
+CALLS_TO_A_REPLAY = 3
+"""Calls of one key until one is a replay when plans are on: the first may run the autotuner (not recorded),
+the next is recorded, the third replays. The engine's correctness checks make this many calls on a GPU."""
+
+
+def calls_to_a_replay(device: torch.device) -> int:
+    """How many calls on ``device`` reach the path a training loop takes from then on (1 where plans are off)."""
+    return CALLS_TO_A_REPLAY if device.type == "cuda" else 1
 
 
 class Plan:
@@ -75,9 +86,9 @@ class PlanCache:
 
     def call(self, key, inputs: tuple, full, *extra):
         plan = self.plans.get(key)
-        if plan and not _hooks():
+        if plan and not hooks_installed():
             return plan.run(inputs)
-        if plan is False or _hooks():
+        if plan is False or hooks_installed():
             return full(*inputs, *extra)
         rec = Recorder(inputs)
         push(rec)
@@ -99,15 +110,3 @@ class PlanCache:
     def clear(self) -> None:
         self.plans.clear()
         self.misses.clear()
-
-
-_runtime = None
-
-
-def _hooks() -> bool:
-    global _runtime
-    if _runtime is None:
-        from triton import knobs
-
-        _runtime = knobs.runtime
-    return bool(_runtime.launch_enter_hook.calls or _runtime.launch_exit_hook.calls)

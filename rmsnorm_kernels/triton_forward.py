@@ -29,7 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
-from rmsnorm_kernels import fast_launch
+from rmsnorm_kernels import launch_plans
 from rmsnorm_kernels.fast_launch import fast
 from rmsnorm_kernels.launch_plans import PlanCache
 from rmsnorm_kernels.launch_record import note_unrecordable
@@ -261,7 +261,7 @@ def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *,
 
     The default dispatch of a contiguous x runs as a launch plan (`rmsnorm_kernels.launch_plans`): recorded on the
     first complete call of its (shape, strides, dtypes, device, eps), replayed after."""
-    if kernel == "auto" and plan is None and not padded and _PLANS_ON and x.is_contiguous() \
+    if kernel == "auto" and plan is None and not padded and launch_plans.ENABLED and x.is_contiguous() \
             and not ((x.data_ptr() | weight.data_ptr()) & 15):
         x2d = x if x.dim() == 2 else x.view(-1, x.shape[-1])
         key = (x2d.shape, x.dtype, weight.shape, weight.stride(), weight.dtype, x.get_device(), eps)
@@ -271,7 +271,6 @@ def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *,
 
 
 FORWARD_PLANS = PlanCache()
-_PLANS_ON = fast_launch.enabled()
 
 
 def _forward_rows(x2d, weight, eps):

@@ -10,7 +10,7 @@ from typing import Callable
 
 import torch
 
-from rmsnorm_kernels import fast_launch
+from rmsnorm_kernels import launch_plans
 from rmsnorm_kernels.launch_plans import PlanCache
 from rmsnorm_kernels.triton_forward import as_rows, rmsnorm_forward
 
@@ -18,14 +18,13 @@ Strategy = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], tu
 
 
 BACKWARD_PLANS = PlanCache()
-_PLANS_ON = fast_launch.enabled()
 
 
 def run_strategy(strategy: Strategy, dy: torch.Tensor, x2d: torch.Tensor, w: torch.Tensor, rstd: torch.Tensor):
     """``strategy(dy as rows, x2d, w, rstd)`` -> (dx2d, dγ); as a launch plan (`rmsnorm_kernels.launch_plans`) when
     dy is contiguous and every pointer 16-byte aligned. dγ may come back in fp32 (a strategy's
     ``plannable`` form leaves the cast to the caller)."""
-    if _PLANS_ON and dy.is_contiguous() and not ((dy.data_ptr() | x2d.data_ptr() | w.data_ptr() | rstd.data_ptr()) & 15):
+    if launch_plans.ENABLED and dy.is_contiguous() and not ((dy.data_ptr() | x2d.data_ptr() | w.data_ptr() | rstd.data_ptr()) & 15):
         dy2d = dy if dy.dim() == 2 else dy.view(x2d.shape)
         key = (strategy, x2d.shape, x2d.stride(), x2d.dtype, dy.dtype, w.shape, w.dtype, x2d.get_device())
         return BACKWARD_PLANS.call(key, (dy2d, x2d, w, rstd), getattr(strategy, "plannable", strategy))

@@ -32,8 +32,7 @@ def fake_gpu(monkeypatch):
         wrapper.direct = True
         fast_launch._WRAPPERS[k] = wrapper
     monkeypatch.setattr(triton_forward, "interpreting", lambda: False)
-    monkeypatch.setattr(triton_forward, "_PLANS_ON", True)
-    monkeypatch.setattr(function, "_PLANS_ON", True)
+    monkeypatch.setattr(launch_plans, "ENABLED", True)
     triton_forward.FORWARD_PLANS.clear()
     function.BACKWARD_PLANS.clear()
     yield log
