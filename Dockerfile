@@ -16,7 +16,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /opt/rmsnorm-dashboard
 
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md constraints.txt ./
 COPY rmsnorm_kernels ./rmsnorm_kernels
 COPY engine ./engine
 COPY app ./app
@@ -28,7 +28,8 @@ COPY examples ./examples
 
 # Editable install: the service finds static/, templates/ and results/ beside its source.
 # torch is not a dependency of the package, so the image's CUDA build of torch stays as it is.
-RUN pip install --no-cache-dir "torch==2.11.0" "triton==3.6.0" -e ".[web]" \
+# The web stack at the versions of constraints.txt (what the suite passed with).
+RUN pip install --no-cache-dir -c constraints.txt "torch==2.11.0" "triton==3.6.0" -e ".[web]" \
     && groupadd --gid 10001 rmsnorm && useradd --create-home --uid 10001 --gid 10001 --shell /usr/sbin/nologin rmsnorm \
     && mkdir -p /data \
     && chown 10001:10001 /data
