@@ -2,8 +2,9 @@
 // three views (effective GB/s, % of ceiling, latency), a log-y option, a kernel-breakdown bar chart for profiled
 // rows (chart_profile.js), a CSV of the current view. Rows can arrive one at a time while a run streams. Colours
 // follow the page's colour scheme (chart_theme.js).
-// The dtype and M filters default to one dtype and one M (the first dtype and the largest M of a stored
-// run; those of the first rows received while a run streams), so each panel has one trace per implementation.
+// The dtype and M filters default to one dtype and one M (the first dtype and the M with the most measured points of a
+// stored run, the largest on a tie; those of the first rows received while a run streams), so each panel has one trace
+// per implementation.
 
 import { ALL, VIEWS, timed, panelTraces, ceilingTraces } from "./chart_traces.js";
 import { modeBarConfig, untab, csvOfView, download, drawSerial } from "./chart_tools.js";
@@ -14,6 +15,13 @@ import { chartNotes, sourceLabel, sourcesSentence } from "./chart_labels.js";
 import { LEGEND_GAP_PX, guessLegendPx, legendBand, panelLayout } from "./chart_layout.js";
 
 export { sourceLabel };
+
+// The M most of these rows have (one entry per plotted row), the largest on a tie.
+function fullestM(ms) {
+  const count = new Map();
+  for (const m of ms) count.set(m, (count.get(m) ?? 0) + 1);
+  return [...count].reduce((best, cur) => (cur[1] > best[1] || (cur[1] === best[1] && cur[0] > best[0]) ? cur : best))[0];
+}
 
 export class Charts {
   constructor({ fwd, bwd, sourcesLine, dtypeSelect, mSelect, logY, csvButton, pngButton, notes, profile, profileCaption }) {
@@ -153,7 +161,8 @@ export class Charts {
 
   // The values the filters offer (those of the plottable rows shown) and the ones in force: the user's
   // pick while it is present, else the default. The default is one dtype and one M: those of the first
-  // row received while a run streams (so its traces grow), else the first dtype and the largest M.
+  // row received while a run streams (so its traces grow), else the first dtype and the M with the most
+  // measured points (the largest of those: a run cut short measured its largest M only in part).
   _resolveFilter() {
     const rows = this.sources.flatMap((s) => s.rows.filter(timed));
     const dtypes = [...new Set(rows.map((r) => r.dtype))];
@@ -166,7 +175,7 @@ export class Charts {
     };
     const dtype = pick("dtype", dtypes, () => firstLive?.dtype ?? dtypes[0]);
     const inDtype = rows.filter((r) => dtype === ALL || r.dtype === dtype).map((r) => r.M);
-    const M = pick("M", Ms, () => firstLive?.M ?? Math.max(...(inDtype.length ? inDtype : Ms)));
+    const M = pick("M", Ms, () => firstLive?.M ?? fullestM(inDtype.length ? inDtype : Ms));
     return { dtypes, Ms, dtype, M };
   }
 

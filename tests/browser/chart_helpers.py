@@ -2,6 +2,7 @@
 
 import json
 import math
+from collections import Counter
 
 from browser_paths import COMMITTED_RESULTS
 
@@ -13,6 +14,14 @@ def committed_docs():
 def biggest_committed():
     """The committed result file with the most rows (the H200 sweep: 9 implementations, 2 dtypes, 3 M)."""
     return max(committed_docs(), key=lambda d: len(d["rows"]))
+
+
+def default_m(rows, dtype):
+    """The M the charts open a stored run at (static/js/charts.js): the one with the most timed rows of that dtype,
+    the largest on a tie."""
+    counts = Counter(r["M"] for r in rows if r["status"] in ("ok", "wrong") and r["dtype"] == dtype
+                     and r["median_us"] is not None and math.isfinite(r["median_us"]))
+    return max(counts, key=lambda m: (counts[m], m))
 
 
 def open_run(page, run_id):

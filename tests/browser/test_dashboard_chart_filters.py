@@ -1,13 +1,16 @@
 """The chart filters: the committed H200 run (9 implementations × fwd/bwd × 2 dtypes × 3 M × 6 N) opens with one
-trace per implementation and pass (plus the copy-ceiling line) at the first dtype and the largest M; switching
+trace per implementation and pass (plus the copy-ceiling line) at the first dtype and its fullest M; switching
 the M filter plots that M's stored rows; "all" plots every measured row; the legend never covers the x-axis
 title, on a wide and on a 390 px screen."""
 
+import copy
 import json
 import math
+import uuid
 
 import pytest
 from browser_paths import COMMITTED_RESULTS
+from chart_helpers import default_m
 
 pytestmark = [
     pytest.mark.browser,
@@ -99,40 +102,43 @@ def legend_clear_of_axis_title(page):
 def test_committed_run_plots_one_trace_per_implementation_and_the_m_filter_switches(make_page, server, shot):
     doc = committed_run()
     run_id = doc["run"]["run_id"]
-    rows = ok_rows(server.get(f"/api/runs/{run_id}")["rows"])
+    stored = server.get(f"/api/runs/{run_id}")["rows"]
+    rows = ok_rows(stored)
     dtypes = list(dict.fromkeys(r["dtype"] for r in rows))
     ms = sorted({r["M"] for r in rows})
     assert len(dtypes) > 1 and len(ms) > 1, "the committed sweep should vary dtype and M"
+    first_m = default_m(stored, dtypes[0])
+    other_m = ms[0] if first_m != ms[0] else ms[-1]
 
     page = make_page()
     open_run(page, run_id)
-    # Defaults: the first dtype, the largest M; the options are the values present, plus "all".
-    wait_filter(page, dtypes[0], ms[-1])
+    # Defaults: the first dtype, the M with the most points; the options are the values present, plus "all".
+    wait_filter(page, dtypes[0], first_m)
     assert page.locator("#chart-dtype option").evaluate_all("(os) => os.map((o) => o.value)") == ["all", *dtypes]
     assert page.locator("#chart-m option").evaluate_all("(os) => os.map((o) => o.value)") == ["all", *map(str, ms)]
-    default_points = check_panels(page, rows, dtypes[0], ms[-1])
+    default_points = check_panels(page, rows, dtypes[0], first_m)
     before = {p["y"] for t in traces(page, "bwd") for p in t["points"]}
 
     # The M filter, reached and changed from the keyboard-focusable select: that M's stored rows are plotted.
     page.focus("#chart-m")
-    page.select_option("#chart-m", str(ms[0]))
-    wait_filter(page, dtypes[0], ms[0])
+    page.select_option("#chart-m", str(other_m))
+    wait_filter(page, dtypes[0], other_m)
     page.wait_for_function(
         "(m) => document.getElementById('chart-bwd').data.every((t) => !t.customdata || t.customdata.every((c) => c[1] === m))",
-        arg=ms[0],
+        arg=other_m,
     )
-    check_panels(page, rows, dtypes[0], ms[0])
+    check_panels(page, rows, dtypes[0], other_m)
     after = {p["y"] for t in traces(page, "bwd") for p in t["points"]}
     assert before.isdisjoint(after), "switching M must plot other measurements"
 
     # The other dtype too.
     page.select_option("#chart-dtype", dtypes[1])
-    wait_filter(page, dtypes[1], ms[0])
+    wait_filter(page, dtypes[1], other_m)
     page.wait_for_function(
         "(d) => document.getElementById('chart-fwd').data.every((t) => !t.customdata || t.customdata[0][3] === d)",
         arg=dtypes[1],
     )
-    check_panels(page, rows, dtypes[1], ms[0])
+    check_panels(page, rows, dtypes[1], other_m)
 
     # "all" and "all": every measured row, one trace per implementation × dtype × M, named by what varies.
     page.select_option("#chart-dtype", "all")
@@ -152,8 +158,8 @@ def test_committed_run_plots_one_trace_per_implementation_and_the_m_filter_switc
 
     # Opening the run again starts from the defaults.
     open_run(page, run_id)
-    wait_filter(page, dtypes[0], ms[-1])
-    check_panels(page, rows, dtypes[0], ms[-1])
+    wait_filter(page, dtypes[0], first_m)
+    check_panels(page, rows, dtypes[0], first_m)
     assert all(v["apart"] and v["inside"] for v in legend_clear_of_axis_title(page))
     shot(page, "chart-filters.png")
 
@@ -169,3 +175,26 @@ def test_legend_stays_clear_of_the_axis_title_on_a_phone(make_page, server, shot
     assert overflow <= 1, f"the page is {overflow}px wider than a 390px screen"
     page.locator("#charts").scroll_into_view_if_needed()
     shot(page.locator("#charts"), "chart-filters-390.png")
+
+
+def test_a_run_cut_short_opens_at_its_fullest_m(make_page, server):
+    """A run whose largest M was measured only in part (the sweep was cut) opens at the M with the most points."""
+    doc = copy.deepcopy(committed_run())
+    ms = sorted({r["M"] for r in ok_rows(doc["rows"])})
+    largest = ms[-1]
+    run_id = f"cut-{uuid.uuid4().hex[:8]}"
+    doc["run"]["run_id"] = run_id
+    doc["rows"] = [dict(r, run_id=run_id) for r in doc["rows"] if not (r["M"] == largest and r["pass"] == "bwd")]
+    doc.pop("summary", None)  # the file's summary names the rows cut here (the table test checks stored summaries)
+    server.post("/api/runs/import", doc)
+    stored = server.get(f"/api/runs/{run_id}")["rows"]
+    dtype = ok_rows(stored)[0]["dtype"]
+    fullest = default_m(stored, dtype)
+    assert fullest != largest
+
+    page = make_page()
+    page.click("#history-refresh")
+    page.wait_for_selector(f'#history-table tbody tr[data-run-id="{run_id}"]')
+    open_run(page, run_id)
+    wait_filter(page, dtype, fullest)
+    check_panels(page, ok_rows(stored), dtype, fullest)
