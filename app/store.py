@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from engine.summary import DEFAULT_BASELINE, summarize
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id       TEXT PRIMARY KEY,
@@ -161,8 +163,14 @@ class Store:
         header = run_file["run"]
         run_id = header["run_id"]
         headers = run_file.get("headers") or [header]
-        summary = run_file.get("summary") or {}
-        complete = summary.get("complete", True) if isinstance(summary, dict) else True
+        given = run_file.get("summary")
+        given = given if isinstance(given, dict) else {}
+        complete = given.get("complete", True)
+        # What the rows decide (counts, the best per shape, speedups) is recomputed from them, so a file whose
+        # summary disagrees with its rows (edited, or cut by hand) never shows a ★ its rows do not bear out;
+        # the rest of the file's summary (complete, interrupted, ...) is kept.
+        baseline = (given.get("speedup") or {}).get("baseline") or DEFAULT_BASELINE
+        summary = {**given, **summarize(run_file.get("rows") or [], complete, baseline)}
         device = header.get("device") or {}
         with self._write_lock, self._connect() as db:
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():

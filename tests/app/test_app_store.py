@@ -3,6 +3,7 @@
 import csv
 import io
 import json
+import random
 
 from app.store import Store
 
@@ -108,3 +109,22 @@ def test_run_cut_short_by_a_stop_is_marked_interrupted(tmp_path):
     assert Store(tmp_path / "db.sqlite3").mark_interrupted() == ["r1"]
     summary = store.get_run("r1")["summary"]
     assert summary["interrupted"] is True and summary["complete"] is False and summary["rows"] == 1
+
+
+def test_an_imported_summary_is_recomputed_from_the_rows(tmp_path):
+    """A file whose summary names a winner (and counts) its rows do not bear out is stored with the rows' own."""
+    rng = random.Random()
+    fast, slow = sorted(rng.uniform(100, 4000) for _ in range(2))[::-1]
+    shaped = lambda impl, gbps: {**row(impl, "fwd", 1.0), "dtype": "bfloat16", "M": 4096, "N": 2560,  # noqa: E731
+                                 "GBps": gbps, "pct_of_ceiling": gbps / 42.0}
+    rows = [shaped("triton", fast), shaped("torch-native", slow), {**row("eager", "fwd", 2.0), "status": "error"}]
+    claimed = {"complete": True, "interrupted": False, "rows": 9, "ok": 9, "error": 0,
+               "best": {"fwd/bfloat16/4096x2560": {"impl": "torch-native", "GBps": 10 * fast}}}
+    store = Store(tmp_path / "db.sqlite3")
+    assert store.import_run({"run": HEADER, "rows": rows, "summary": claimed}) is True
+    summary = store.get_run("r1")["summary"]
+    assert summary["best"]["fwd/bfloat16/4096x2560"]["impl"] == "triton"
+    assert summary["best"]["fwd/bfloat16/4096x2560"]["GBps"] == fast
+    assert (summary["rows"], summary["ok"], summary["error"]) == (3, 2, 1)
+    assert summary["speedup"]["by_shape"]["fwd/bfloat16/4096x2560"]["triton"] == fast / slow
+    assert summary["complete"] is True and summary["interrupted"] is False  # what the rows cannot say is kept
