@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The lent-H200 session, in phases (each `run` call of the device tool runs one or more of them).
+# The wheels: `bash bench/fetch_wheels.sh` on the CPU machine (PyPI reachable) fills .whl/ and .whl2/.
 # Wheels travel in the ignored folders .whl/ (web stack incl. opentelemetry-api for fastapi >= 0.165, pydantic,
 # liger, quack with apache-tvm-ffi and torch-c-dlpack-ext, and the CuTe-DSL parts: nvidia-cutlass-dsl,
 # -libs-base and -libs-core, the last holding the cutlass Python sources) and
