@@ -171,30 +171,14 @@ def cmd_bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         parser.error(f"--device: {exc}")
     on_cpu = torch_device.type == "cpu"
     request: dict = {"device": args.device, "triton_interpreter": bool(args.interpreter)}
-    if args.impl is not None:
-        request["implementations"] = args.impl
-    if args.passes is not None:
-        request["passes"] = args.passes
-    if args.dtype is not None:
-        request["dtypes"] = args.dtype
-    if args.m is not None:
-        request["M"] = args.m
-    if args.n is not None:
-        request["N"] = args.n
-    if args.reps is not None:
-        request["repetitions"] = args.reps
-    if args.warmup is not None:
-        request["warmup"] = args.warmup
-    if args.cuda_graph:
-        request["timing"] = "cuda-graph"
-    if args.preset is not None:
-        request["preset"] = args.preset
-    if args.profile:
-        request["profile"] = True
-    if args.no_verify:
-        request["verify"] = False
-    if args.baseline is not None:
-        request["baseline"] = args.baseline
+    # each option given becomes its field of the sweep (the same body POST /benchmark takes)
+    request.update({field: value for field, value in (
+        ("implementations", args.impl), ("passes", args.passes), ("dtypes", args.dtype), ("M", args.m),
+        ("N", args.n), ("repetitions", args.reps), ("warmup", args.warmup), ("preset", args.preset),
+        ("baseline", args.baseline)) if value is not None})
+    request.update({field: value for flag, field, value in (
+        (args.cuda_graph, "timing", "cuda-graph"), (args.profile, "profile", True), (args.no_verify, "verify", False))
+        if flag})
     if on_cpu:
         notes = []
         if args.m is None and args.preset is None:
