@@ -306,7 +306,7 @@ class ResultRow(AliasModel):
     tolerance: Optional[float] = Field(default=None, ge=0, description="the relative error the check allowed")
     profile: Optional[dict[str, Any]] = Field(
         default=None, description='kernel breakdown when the sweep asked for it: {"source": "cuda"|"cpu", '
-        '"kernels": [{"name", "median_us", "calls"}], "kernel_us", "host_us", "gap_us"}')
+        '"kernels": [{"name", "median_us", "calls"}], "kernel_us", "busy_us", "host_us", "gap_us"}')
 
     def case(self) -> Case:
         return Case(impl=self.impl, pass_=self.pass_, dtype=self.dtype, M=self.M, N=self.N)

@@ -5,17 +5,22 @@ After a case is timed, ``PROFILE_CALLS`` more calls of its pass are run, each al
 Per call, every GPU activity the profiler records — kernels, memsets, copies — is summed by name; the row's
 ``profile`` is::
 
-    {"source": "cuda", "kernels": [{"name", "median_us", "calls"}], "kernel_us", "host_us", "gap_us", "samples"}
+    {"source": "cuda", "kernels": [{"name", "median_us", "calls"}], "kernel_us", "busy_us", "host_us", "gap_us",
+     "samples"}
 
 - ``median_us``: the median over the profiled calls of that name's total GPU time in one call (all its
   launches); ``calls``: its launches per call. ``kernel_us`` is the sum of the ``median_us``.
 - ``host_us``: the median host time of one call (Python + launches, no synchronisation).
+- ``busy_us``: the median time inside one call that some kernel was running. Kernels that overlap (the column
+  sum launched with programmatic dependent launch is queued while the kernel before it still runs) count once
+  here, so ``busy_us`` can be less than ``kernel_us``.
 - ``gap_us``: the median GPU idle time inside one call: from the first kernel's start to the last one's end,
-  less the time some kernel was running (the launch gaps between the pass's kernels).
+  less the time some kernel was running (the launch gaps between the pass's kernels). ``busy_us + gap_us`` is
+  the call's GPU span, what the timing's events measure.
 
 On CPU (no GPU kernels) ``source`` is ``"cpu"``: the entries are the top-level CPU operators of the call
-(``aten::…``, ``autograd::engine::…``) with their inclusive CPU times, and ``gap_us`` is the part of the
-host time no operator covers (Python around them). Profiling costs time, so it is off by default, and its
+(``aten::…``, ``autograd::engine::…``) with their inclusive CPU times, ``busy_us`` the host time they cover
+and ``gap_us`` the part of the host time no operator covers (Python around them). Profiling costs time, so it is off by default, and its
 numbers are a breakdown, not the measurement: the row's ``median_us`` stays the timed one.
 """
 
@@ -50,8 +55,8 @@ def _busy_and_span(intervals: list[tuple[float, float]]) -> tuple[float, float]:
     return busy, intervals[-1][1] - intervals[0][0]
 
 
-def _one_call(workload, i: int, cuda: bool) -> tuple[dict[str, list[float]], float, float]:
-    """Profile call ``i`` alone: ({name: [durations_us]}, host_us, gap_us)."""
+def _one_call(workload, i: int, cuda: bool) -> tuple[dict[str, list[float]], float, float, float]:
+    """Profile call ``i`` alone: ({name: [durations_us]}, host_us, busy_us, gap_us)."""
     workload.before(i)  # outside the profiler: the backward's forwards are not part of the pass
     if cuda:
         torch.cuda.synchronize()
@@ -75,7 +80,7 @@ def _one_call(workload, i: int, cuda: bool) -> tuple[dict[str, list[float]], flo
         intervals.append((start, end))
     busy, span = _busy_and_span(intervals)
     gap_us = span - busy if cuda else max(0.0, host_us - busy)
-    return durations, host_us, gap_us
+    return durations, host_us, busy, gap_us
 
 
 def profile_workload(workload, device: torch.device, calls: int = PROFILE_CALLS) -> dict[str, Any]:
@@ -84,12 +89,14 @@ def profile_workload(workload, device: torch.device, calls: int = PROFILE_CALLS)
     base = workload.sets * 1_000_003  # a fresh index that is a multiple of the set count
     per_call: list[dict[str, list[float]]] = []
     hosts: list[float] = []
+    busies: list[float] = []
     gaps: list[float] = []
     with workload.context():
         for j in range(max(1, calls)):
-            durations, host_us, gap_us = _one_call(workload, base + j, cuda)
+            durations, host_us, busy_us, gap_us = _one_call(workload, base + j, cuda)
             per_call.append(durations)
             hosts.append(host_us)
+            busies.append(busy_us)
             gaps.append(gap_us)
     names = list(dict.fromkeys(name for d in per_call for name in d))
     kernels = []
@@ -108,6 +115,7 @@ def profile_workload(workload, device: torch.device, calls: int = PROFILE_CALLS)
         "source": "cuda" if cuda else "cpu",
         "kernels": kernels,
         "kernel_us": sum(k["median_us"] for k in kernels),
+        "busy_us": statistics.median(busies),
         "host_us": statistics.median(hosts),
         "gap_us": statistics.median(gaps),
         "samples": len(per_call),
@@ -116,5 +124,5 @@ def profile_workload(workload, device: torch.device, calls: int = PROFILE_CALLS)
 
 def profile_error(exc: BaseException) -> Optional[dict[str, Any]]:
     """What a row says when profiling itself failed (the timing still stands)."""
-    return {"source": "error", "kernels": [], "kernel_us": None, "host_us": None, "gap_us": None,
+    return {"source": "error", "kernels": [], "kernel_us": None, "busy_us": None, "host_us": None, "gap_us": None,
             "error": f"{type(exc).__name__}: {exc}"[:300]}

@@ -59,10 +59,22 @@ export function drawProfile({ el, caption, rows, shape, scheme, theme, multiRun,
       hovertemplate: "host time of one call: %{y:.2f} µs<extra></extra>", showlegend: true,
     });
   }
+  // The call's GPU span (time some kernel ran, overlaps once, plus the idle gaps): where kernels overlap (a column
+  // sum launched with programmatic dependent launch) the stack of their times stands above it.
+  const spans = at.filter((r) => r.profile.source === "cuda" && Number.isFinite(r.profile.busy_us) && Number.isFinite(r.profile.gap_us));
+  if (spans.length) {
+    traces.push({
+      type: "scatter", mode: "markers", x: spans.map(label), y: spans.map((r) => r.profile.busy_us + r.profile.gap_us),
+      name: "GPU span", meta: { kind: "span" }, marker: { symbol: "diamond-wide", size: 12, color: theme.ink },
+      hovertemplate: "GPU span of one call (first kernel start to last end, overlaps counted once): %{y:.2f} µs<extra></extra>",
+      showlegend: true,
+    });
+  }
   const source = at[0].profile.source === "cpu" ? " (CPU ops: a CPU profile)" : "";
   const title = `Kernel breakdown, ${shape.pass} ${shape.dtype} M=${shape.M} N=${shape.N}${source}`;
   caption.textContent = `${title}. Each segment is one kernel's median time; hatched: the GPU idle between them;` +
-    " the bar: host time of one call. Click a point in the charts above to pick another shape.";
+    ` the bar: host time of one call${spans.length ? "; ◆: the GPU span of one call (overlapping kernels stack above it)" : ""}.` +
+    " Click a point in the charts above to pick another shape.";
   const layout = themedLayout(theme, {
     barmode: "stack", height: 300, margin: { l: 60, r: 16, t: 40, b: 70 },
     title: { text: title, font: { size: 13 }, x: 0.01, xanchor: "left", yref: "container", y: 1, yanchor: "top", pad: { t: 30 } },

@@ -59,6 +59,8 @@ def poisoned(server):
                    for k in range(rng.randint(1, 3))]
         r["profile"] = {"source": "cuda", "kernels": kernels, "kernel_us": sum(k["median_us"] for k in kernels),
                         "host_us": rng.uniform(5, 50), "gap_us": rng.uniform(0.5, 3), "samples": 5}
+        if r is not prof_rows[-1] or len(prof_rows) == 1:  # kernels overlapping by up to 40 %; the last row as an older file (no busy_us)
+            r["profile"]["busy_us"] = r["profile"]["kernel_us"] * rng.uniform(0.6, 1.0)
     label = f"poisoned-{uuid.uuid4().hex[:6]}.json"
     req = __import__("urllib.request").request
     with req.urlopen(req.Request(f"{server.url}/api/runs/import?label={label}", data=json.dumps(doc).encode(),
@@ -130,8 +132,12 @@ def test_profiled_rows_give_a_stacked_kernel_bar_per_implementation(make_page, p
     assert gaps == pytest.approx({r["impl"]: r["profile"]["gap_us"] for r in prof})
     host = [b for b in bars if b["kind"] == "host"][0]
     assert sorted(host["y"]) == pytest.approx(sorted(r["profile"]["host_us"] for r in prof))
+    spans = [b for b in bars if b["kind"] == "span"]
+    with_busy = [r for r in prof if "busy_us" in r["profile"]]
+    assert len(spans) == 1 and sorted(spans[0]["y"]) == pytest.approx(
+        sorted(r["profile"]["busy_us"] + r["profile"]["gap_us"] for r in with_busy))
     caption = page.locator("#chart-profile-caption").inner_text()
-    assert f"M={prof[0]['M']} N={prof[0]['N']}" in caption
+    assert f"M={prof[0]['M']} N={prof[0]['N']}" in caption and "GPU span" in caption
     assert page.evaluate("document.getElementById('chart-profile').layout.barmode") == "stack"
 
 

@@ -31,6 +31,8 @@ def test_cpu_profile_lists_cpu_ops_with_times(registry, pass_):
         assert k["median_us"] >= 0 and k["calls"] >= 1
     assert p["kernel_us"] == pytest.approx(sum(k["median_us"] for k in p["kernels"]))
     assert p["kernel_us"] > 0 and p["host_us"] >= p["kernel_us"] * 0.5 and p["gap_us"] >= 0
+    # top-level CPU operators never overlap: the time they cover is at most the host time
+    assert 0 < p["busy_us"] <= p["host_us"]
 
 
 def test_profile_off_by_default(registry):
