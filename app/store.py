@@ -169,7 +169,9 @@ class Store:
         # What the rows decide (counts, the best per shape, speedups) is recomputed from them, so a file whose
         # summary disagrees with its rows (edited, or cut by hand) never shows a ★ its rows do not bear out;
         # the rest of the file's summary (complete, interrupted, ...) is kept.
-        baseline = (given.get("speedup") or {}).get("baseline") or DEFAULT_BASELINE
+        speedup = given.get("speedup")
+        baseline = speedup.get("baseline") if isinstance(speedup, dict) else None
+        baseline = baseline if isinstance(baseline, str) and baseline else DEFAULT_BASELINE
         summary = {**given, **summarize(run_file.get("rows") or [], complete, baseline)}
         device = header.get("device") or {}
         with self._write_lock, self._connect() as db:

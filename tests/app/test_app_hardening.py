@@ -231,6 +231,19 @@ def test_import_is_strict_and_accepts_committed_files(client):
     assert client.post("/api/runs/import", json=a_run()).json()["imported"] is True
 
 
+@pytest.mark.parametrize("speedup", ["x", [1], 7, {"baseline": [1, 2]}, {"baseline": 5}, {"baseline": ""}])
+def test_a_malformed_summary_speedup_is_recomputed_not_a_500(client, speedup):
+    """The summary's speedups are recomputed from the rows on import; what the file says there is never trusted,
+    so a value of any shape gives the default baseline's speedups, not a server error."""
+    run_id = f"speedup-{abs(hash(json.dumps(speedup))) % 10**8}"
+    document = a_run(run_id)
+    document["summary"]["speedup"] = speedup
+    response = client.post("/api/runs/import", json=document)
+    assert response.status_code == 200 and response.json()["imported"] is True, response.text
+    stored = client.get(f"/api/runs/{run_id}").json()["summary"]["speedup"]
+    assert stored["baseline"] == "torch-native" and stored["by_shape"]
+
+
 def test_server_error_body_echoes_nothing(client, monkeypatch):
     service = client.app.state.service
     monkeypatch.setattr(service.store, "list_runs", lambda: (_ for _ in ()).throw(RuntimeError("SECRET /etc/x")))
