@@ -4,25 +4,18 @@ the M filter plots that M's stored rows; "all" plots every measured row; the leg
 title, on a wide and on a 390 px screen."""
 
 import copy
-import json
 import math
 import uuid
 
 import pytest
 from browser_paths import COMMITTED_RESULTS
-from chart_helpers import default_m
+from chart_helpers import biggest_committed, default_m
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.server,
     pytest.mark.skipif(not COMMITTED_RESULTS, reason="no committed result file under results/ yet"),
 ]
-
-
-def committed_run():
-    """The committed result file with the most rows (the H200 sweep)."""
-    docs = [json.loads(path.read_text()) for path in COMMITTED_RESULTS]
-    return max(docs, key=lambda d: len(d["rows"]))
 
 
 def ok_rows(rows):
@@ -100,7 +93,7 @@ def legend_clear_of_axis_title(page):
 
 
 def test_committed_run_plots_one_trace_per_implementation_and_the_m_filter_switches(make_page, server, shot):
-    doc = committed_run()
+    doc = biggest_committed()
     run_id = doc["run"]["run_id"]
     stored = server.get(f"/api/runs/{run_id}")["rows"]
     rows = ok_rows(stored)
@@ -165,7 +158,7 @@ def test_committed_run_plots_one_trace_per_implementation_and_the_m_filter_switc
 
 
 def test_legend_stays_clear_of_the_axis_title_on_a_phone(make_page, server, shot):
-    doc = committed_run()
+    doc = biggest_committed()
     page = make_page(width=390, height=844)
     open_run(page, doc["run"]["run_id"])
     page.wait_for_timeout(300)
@@ -179,13 +172,12 @@ def test_legend_stays_clear_of_the_axis_title_on_a_phone(make_page, server, shot
 
 def test_a_run_cut_short_opens_at_its_fullest_m(make_page, server):
     """A run whose largest M was measured only in part (the sweep was cut) opens at the M with the most points."""
-    doc = copy.deepcopy(committed_run())
+    doc = copy.deepcopy(biggest_committed())
     ms = sorted({r["M"] for r in ok_rows(doc["rows"])})
     largest = ms[-1]
     run_id = f"cut-{uuid.uuid4().hex[:8]}"
     doc["run"]["run_id"] = run_id
     doc["rows"] = [dict(r, run_id=run_id) for r in doc["rows"] if not (r["M"] == largest and r["pass"] == "bwd")]
-    doc.pop("summary", None)  # the file's summary names the rows cut here (the table test checks stored summaries)
     server.post("/api/runs/import", doc)
     stored = server.get(f"/api/runs/{run_id}")["rows"]
     dtype = ok_rows(stored)[0]["dtype"]

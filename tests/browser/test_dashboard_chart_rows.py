@@ -59,7 +59,8 @@ def poisoned(server):
                    for k in range(rng.randint(1, 3))]
         r["profile"] = {"source": "cuda", "kernels": kernels, "kernel_us": sum(k["median_us"] for k in kernels),
                         "host_us": rng.uniform(5, 50), "gap_us": rng.uniform(0.5, 3), "samples": 5}
-        if r is not prof_rows[-1] or len(prof_rows) == 1:  # kernels overlapping by up to 40 %; the last row as an older file (no busy_us)
+        # kernels overlapping by up to 40 %; the last row (of two or more) as an older file, without busy_us
+        if r is not prof_rows[-1] or len(prof_rows) == 1:
             r["profile"]["busy_us"] = r["profile"]["kernel_us"] * rng.uniform(0.6, 1.0)
     label = f"poisoned-{uuid.uuid4().hex[:6]}.json"
     req = __import__("urllib.request").request
