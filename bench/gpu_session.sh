@@ -118,6 +118,10 @@ for phase in "$@"; do
       # issue 16: where one call's host time goes (launch plans replayed), beside F.rms_norm's
       timeout ${HOST_S:-120} python3 bench/host_profile.py --m 4096 --n 4096 --out "$OUT" 2>&1 | head -12
       ;;
+    breakdown)
+      # issue 16: one backward's host time taken apart (autograd node, allocations, each launcher)
+      timeout ${BREAKDOWN_S:-120} python3 bench/host_breakdown.py --m 4096 --n 4096 --out "$OUT" 2>&1 | tail -30
+      ;;
     dropin)
       # issue 16: host µs vs F.rms_norm at a few shapes, torch.compile fullgraph, torch.export, CUDA graphs
       timeout ${DROPIN_S:-240} python3 bench/dropin_check.py --out "$OUT" 2>&1 | tail -30
