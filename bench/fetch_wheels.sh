@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fetch, on this machine (PyPI reachable), the wheels a lent H200 needs and cannot download itself (see
-# bench/gpu_session.sh): .whl/ holds the web stack, Liger and QuACK with the small CuTe-DSL parts (one call's
-# carry, well under 64 MiB); .whl2/ the 92 MB CuTe-DSL cu13 library wheel in two halves (cu13.part.aa / .ab),
-# carried in two calls and joined there. Python 3.12, manylinux x86_64 (the device image). Versions: the web
+# bench/gpu_session.sh): .whl/ holds the web stack and Liger (7 MB), .whlq/ QuACK with its small CuTe-DSL parts
+# (10 MB), .whl2/ the 92 MB CuTe-DSL cu13 library wheel in two halves (cu13.part.aa / .ab), carried in two calls
+# and joined there. A call's carry is at most 64 MiB with the working tree (~6 MB): call 1 takes .whl and the
+# first half, call 2 .whl, .whlq and the second half. Python 3.12, manylinux x86_64 (the device image). Versions: the web
 # stack's from constraints.txt (what the suite passed with), the peers' pinned below (the versions the
 # committed results name). Both folders are ignored by git (.git/info/exclude). Prints the carry sizes.
 #   bash bench/fetch_wheels.sh        # then: bash bench/gpu_session.sh's phases, carrying .whl and one half
@@ -14,7 +15,8 @@ WEB="fastapi starlette pydantic pydantic_core pydantic-settings python-dotenv ty
 # plotly (9.7 MB) only for the CLI's HTML report: the carry limit is 64 MiB with the working tree (~6 MB) and a
 # 46 MiB half of the cu13 wheel, so it comes only when asked for (WITH_PLOTLY=1)
 [ -n "${WITH_PLOTLY:-}" ] && WEB="$WEB plotly"
-PEERS="liger-kernel==0.8.5 quack-kernels==0.6.5 apache-tvm-ffi==0.1.15.post2 torch-c-dlpack-ext==0.1.5
+PEERS="liger-kernel==0.8.5"
+QUACK="quack-kernels==0.6.5 apache-tvm-ffi==0.1.15.post2 torch-c-dlpack-ext==0.1.5
        nvidia-cutlass-dsl==4.8.1 nvidia-cutlass-dsl-libs-base==4.8.1 nvidia-cutlass-dsl-libs-core==4.8.1"
 CU13="nvidia-cutlass-dsl-libs-cu13==4.8.1"
 pin() {  # NAME -> NAME==VERSION from constraints.txt (names compared as pip does: case, - _ .)
@@ -29,17 +31,17 @@ download() {  # DIR SPEC...
   "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     "${platforms[@]}" -d "$dir" "$@"
 }
-mkdir -p .whl .whl2
-grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
-grep -qx '/.whl2/' .git/info/exclude 2>/dev/null || echo '/.whl2/' >> .git/info/exclude
+mkdir -p .whl .whlq .whl2
+for d in .whl .whlq .whl2; do grep -qx "/$d/" .git/info/exclude 2>/dev/null || echo "/$d/" >> .git/info/exclude; done
 specs=()
 for name in $WEB; do
   spec=$(pin "$name"); [ -n "$spec" ] || { echo "no pin for $name in constraints.txt"; exit 1; }
   specs+=("$spec")
 done
 download .whl "${specs[@]}" $PEERS
+download .whlq $QUACK
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 download "$tmp" $CU13
 rm -f .whl2/cu13.part.*
 split -b 46m "$tmp"/nvidia_cutlass_dsl_libs_cu13-*.whl .whl2/cu13.part.
-ls .whl | sed 's/^/  .whl\//'; du -sh .whl .whl2/cu13.part.*
+ls .whl .whlq; du -sh .whl .whlq .whl2/cu13.part.*

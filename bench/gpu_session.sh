@@ -2,13 +2,14 @@
 # The lent-H200 session, in phases (each `run` call of the device tool runs one or more of them).
 # The wheels: `bash bench/fetch_wheels.sh` on the CPU machine (PyPI reachable) fills .whl/ and .whl2/.
 # Wheels travel in the ignored folders .whl/ (web stack incl. opentelemetry-api for fastapi >= 0.165, pydantic,
-# liger, quack with apache-tvm-ffi and torch-c-dlpack-ext, and the CuTe-DSL parts: nvidia-cutlass-dsl,
+# liger), .whlq/ (quack with apache-tvm-ffi and torch-c-dlpack-ext, and the CuTe-DSL parts: nvidia-cutlass-dsl,
 # -libs-base and -libs-core, the last holding the cutlass Python sources) and
 # .whl2/ (the 92 MB CuTe-DSL cu13 library wheel, split in two halves that arrive in two calls). Everything that must
 # outlive one call lives under /var/tmp/rmsnorm (the repo's ignored paths are wiped between calls).
 #
 #   bash bench/gpu_session.sh stash-a install check serve-demo    # call 1: carry .whl and .whl2/cu13.part.aa
-#   bash bench/gpu_session.sh stash-b install-dsl sweep-start sweep-wait   # call 2: carry .whl2/cu13.part.ab
+#   bash bench/gpu_session.sh stash-b install install-dsl sweep-start sweep-wait
+#                                                   # call 2: carry .whl, .whlq and .whl2/cu13.part.ab
 #   bash bench/gpu_session.sh sweep-wait                           # call 3 if the sweep outlived call 2
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -38,7 +39,7 @@ for phase in "$@"; do
       # all CuTe-DSL wheels in ONE pip call: `pip --target --upgrade` replaces a shared top-level folder
       # (nvidia_cutlass_dsl/) wholesale, so a second call would delete the first call's cutlass_dsl package
       python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
-        "$KEEP/nvidia_cutlass_dsl_libs_cu13-4.8.1-cp312-cp312-manylinux_2_28_x86_64.whl" .whl/nvidia_cutlass_dsl*.whl \
+        "$KEEP/nvidia_cutlass_dsl_libs_cu13-4.8.1-cp312-cp312-manylinux_2_28_x86_64.whl" .whlq/*.whl \
         || { echo "cutlass dsl install failed"; exit 1; }
       dsl_path  # the cutlass_dsl folder exists only now: later phases of this call need it on the path
       python3 -c 'import quack, cutlass; print("quack OK", getattr(quack, "__version__", "?"))' 2>&1 | tail -3
