@@ -40,49 +40,106 @@ def calls_to_a_replay(device: torch.device) -> int:
     return CALLS_TO_A_REPLAY if device.type == "cuda" else 1
 
 
-class Plan:
-    __slots__ = ("returned", "outputs", "launches", "device", "index")
+_capturing = torch._C._cuda_isCurrentStreamCapturing if torch.cuda.is_available() else (lambda: False)
+"""Whether the current CUDA stream is being captured into a graph (a captured call allocates its scratch afresh)."""
 
-    def __init__(self, rec: Recorder, returned: list, device: torch.device):
+SCRATCH_ENTRIES = 8
+_SCRATCH: dict = {}
+"""Scratch buffers of replays (outputs a call fills and reads itself, or a caller discards), kept for the next
+replay on the same stream: (stream, device, output number, shape, dtype) → tensor, at most `SCRATCH_ENTRIES`
+(the oldest dropped first). Kernels on one stream run in order, so a buffer is never in use twice at once; a
+call on another stream, under graph capture or while poisoning gets its own."""
+
+EMPTY, ZEROS, SCRATCH = 0, 1, 2
+
+
+def _scratch(key, shape, dtype, device) -> torch.Tensor:
+    t = _SCRATCH.get(key)
+    if t is None:
+        if len(_SCRATCH) >= SCRATCH_ENTRIES:
+            del _SCRATCH[next(iter(_SCRATCH))]
+        t = _SCRATCH[key] = torch.empty(shape, dtype=dtype, device=device)
+    return t
+
+
+def clear_scratch() -> None:
+    _SCRATCH.clear()
+
+
+def _direct_launcher(compiled):
+    """Triton's C launch function behind ``compiled.run`` when the kernel needs no global or profile scratch (its
+    Python ``__call__`` would only pass None for them), else None."""
+    run = getattr(compiled, "run", None)
+    launch = getattr(run, "launch", None)
+    if launch is None or getattr(run, "global_scratch_size", 1) or getattr(run, "profile_scratch_size", 1):
+        return None
+    return launch, bool(getattr(run, "launch_cooperative_grid", False)), bool(getattr(run, "launch_pdl", False))
+
+
+class Plan:
+    __slots__ = ("returned", "outputs", "launches", "device", "index", "n_inputs")
+
+    def __init__(self, rec: Recorder, returned: list, device: torch.device, n_inputs: int = 0):
         self.returned = tuple(returned)
-        self.outputs = tuple(rec.outputs)
         self.device = device
         self.index = device.index
+        self.n_inputs = n_inputs
+        kept = {s for s in returned if s is not None}
+        self.outputs = tuple(
+            (shape, dtype, ZEROS if zero else EMPTY if n_inputs + j in kept else SCRATCH)
+            for j, (shape, dtype, zero) in enumerate(rec.outputs))
         launches = []
         for compiled, grid, template, tail in rec.launches:
             g = tuple(grid) + (1, 1)
             slots = tuple((i, int(a)) for i, a in enumerate(template) if isinstance(a, Slot))
-            launches.append((compiled, g[0], g[1], g[2], list(template), slots, tail))
+            launches.append((compiled, g[0], g[1], g[2], list(template), slots, tail, _direct_launcher(compiled)))
         self.launches = tuple(launches)
 
     def run(self, inputs: tuple) -> list:
         values = list(inputs)
         device = self.device
-        for shape, dtype, zero in self.outputs:
-            values.append(torch.zeros(shape, dtype=dtype, device=device) if zero
-                          else poison.new_output(shape, dtype, device))
         stream = torch._C._cuda_getCurrentRawStream(self.index)
-        for compiled, g0, g1, g2, args, slots, tail in self.launches:
+        if poison._depth or _capturing():
+            for shape, dtype, kind in self.outputs:
+                values.append(torch.zeros(shape, dtype=dtype, device=device) if kind == ZEROS
+                              else poison.new_output(shape, dtype, device))
+        else:
+            for j, (shape, dtype, kind) in enumerate(self.outputs):
+                if kind == EMPTY:
+                    values.append(torch.empty(shape, dtype=dtype, device=device))
+                elif kind == ZEROS:
+                    values.append(torch.zeros(shape, dtype=dtype, device=device))
+                else:
+                    values.append(_scratch((stream, self.index, j, shape, dtype), shape, dtype, device))
+        for compiled, g0, g1, g2, args, slots, tail, direct in self.launches:
             args = args.copy()
             for i, slot in slots:
                 args[i] = values[slot]
-            compiled.run(g0, g1, g2, stream, compiled.function, compiled.packed_metadata, None, None, None,
-                         *args, *tail)
+            if direct is None:
+                compiled.run(g0, g1, g2, stream, compiled.function, compiled.packed_metadata, None, None, None,
+                             *args, *tail)
+            else:
+                launch, cooperative, pdl = direct
+                launch(g0, g1, g2, stream, compiled.function, cooperative, pdl, None, None, compiled.packed_metadata,
+                       None, None, None, *args, *tail)
         STATS["replayed"] += 1
-        return tuple(values[s] for s in self.returned)
+        return tuple(None if s is None else values[s] for s in self.returned)
 
 
 class PlanCache:
     """Plans of one entry point, by key. ``call(key, inputs, full, *extra)``: replay the key's plan, or run
     ``full(*inputs, *extra)`` (the complete host path; ``extra``: non-tensor arguments the key fixes) while
     recording it. ``full`` returns a tuple of tensors it
-    allocated (scratch buffers it does not return are allocated and launched on in the replay too)."""
+    allocated (scratch buffers it does not return are allocated and launched on in the replay too).
+    ``discard``: positions of ``full``'s result the callers never use; a replay writes them into a kept scratch
+    buffer and returns None there."""
 
-    __slots__ = ("plans", "misses")
+    __slots__ = ("plans", "misses", "discard")
 
-    def __init__(self):
+    def __init__(self, discard: tuple = ()):
         self.plans: dict = {}
         self.misses: dict = {}
+        self.discard = frozenset(discard)
 
     def call(self, key, inputs: tuple, full, *extra):
         plan = self.plans.get(key)
@@ -98,7 +155,8 @@ class PlanCache:
             pop()
         returned = [rec.tensor_slot(t) if isinstance(t, torch.Tensor) else None for t in outputs]
         if rec.complete and rec.launches and all(s is not None and s >= len(inputs) for s in returned):
-            self.plans[key] = Plan(rec, returned, inputs[0].device)
+            returned = [None if i in self.discard else s for i, s in enumerate(returned)]
+            self.plans[key] = Plan(rec, returned, inputs[0].device, len(inputs))
             STATS["recorded"] += 1
         else:
             STATS["incomplete"] += 1
@@ -110,3 +168,4 @@ class PlanCache:
     def clear(self) -> None:
         self.plans.clear()
         self.misses.clear()
+        clear_scratch()

@@ -253,24 +253,29 @@ def _launch_tuned(kind, tuned, raw, grid, args, n, m, **constants):
 
 
 def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *, kernel: str = "auto",
-                    plan: tuple | None = None, padded: bool = False):
+                    plan: tuple | None = None, padded: bool = False, need_rstd: bool = True):
     """Run the forward. Returns ``(y, x2d, rstd)``: y shaped like x in x's dtype, x as [M, N] rows (what
     the backward reads) and the per-row fp32 rstd [M]. ``kernel`` ("auto", "one-row", "multi-row", "chunked",
     "persistent") and ``plan`` (rows, num_warps, programs_per_sm, stages) override the tuned dispatch, and
     ``padded`` holds each row in one power-of-two block instead of its segments (for tuning scripts).
 
     The default dispatch of a contiguous x runs as a launch plan (`rmsnorm_kernels.launch_plans`): recorded on the
-    first complete call of its (shape, strides, dtypes, device, eps), replayed after."""
+    first complete call of its (shape, strides, dtypes, device, eps), replayed after. ``need_rstd=False`` (no
+    backward will read it: inference) lets a replay write rstd into a kept scratch buffer instead of a fresh one
+    and return None for it (one allocation less)."""
     if kernel == "auto" and plan is None and not padded and launch_plans.ENABLED and x.is_contiguous() \
             and not ((x.data_ptr() | weight.data_ptr()) & 15):
         x2d = x if x.dim() == 2 else x.view(-1, x.shape[-1])
         key = (x2d.shape, x.dtype, weight.shape, weight.stride(), weight.dtype, x.get_device(), eps)
-        y2d, rstd = FORWARD_PLANS.call(key, (x2d, weight), _forward_rows, eps)
+        plans = FORWARD_PLANS if need_rstd else FORWARD_PLANS_NO_RSTD
+        y2d, rstd = plans.call(key, (x2d, weight), _forward_rows, eps)
         return (y2d if x2d is x else y2d.view(x.shape)), x2d, rstd
     return _forward(x, weight, eps, kernel, plan, padded)
 
 
 FORWARD_PLANS = PlanCache()
+FORWARD_PLANS_NO_RSTD = PlanCache(discard=(1,))
+"""The same forwards for callers that drop rstd (``need_rstd=False``)."""
 
 
 def _forward_rows(x2d, weight, eps):

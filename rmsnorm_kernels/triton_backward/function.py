@@ -55,5 +55,5 @@ def eager_rmsnorm(strategy: Strategy, x: torch.Tensor, weight: torch.Tensor, eps
                   offset: float = 0.0) -> torch.Tensor:
     if not (torch.is_grad_enabled() and (getattr(x, "requires_grad", False) or getattr(weight, "requires_grad", False))):
         w = weight if offset == 0 else weight.float() + offset
-        return rmsnorm_forward(x, w, eps)[0]  # no graph to record: skip autograd.Function's bookkeeping
+        return rmsnorm_forward(x, w, eps, need_rstd=False)[0]  # no graph to record: no autograd bookkeeping
     return TritonRMSNormFunction.apply(x, weight, eps, strategy, offset)

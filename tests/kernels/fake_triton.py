@@ -6,8 +6,10 @@ import time
 
 class FakeCompiled:
     """Stands in for Triton's CompiledKernel: records what its launcher is given (and, with a ``log``, appends
-    (name, grid, kernel args) to it: ``run``'s arguments are grid × 3, stream, function, metadata × 3, hooks × 2,
-    then the kernel's own)."""
+    (name, grid, kernel args) to it). ``run`` is the launcher object: called, its arguments are grid × 3, stream,
+    function, metadata × 3, hooks × 2, then the kernel's own; its C ``launch`` (what launch plans call when the
+    kernel needs no scratch) takes grid × 3, stream, function, cooperative, pdl, scratch × 2, metadata × 2,
+    hooks × 2, then the kernel's own. ``launches`` holds every launch as the ``run`` call it stands for."""
 
     def __init__(self, name="kernel", log=None):
         self.name = name
@@ -15,11 +17,30 @@ class FakeCompiled:
         self.function = object()
         self.packed_metadata = object()
         self.launches = []
+        self.run = FakeLauncher(self)
 
-    def run(self, *args):
-        self.launches.append(args)
-        if self.log is not None:
-            self.log.append((self.name, args[:3], args[9:]))
+
+class FakeLauncher:
+    global_scratch_size = 0
+    profile_scratch_size = 0
+    launch_cooperative_grid = False
+    launch_pdl = False
+
+    def __init__(self, compiled):
+        self.compiled = compiled
+        self.direct_calls = 0
+
+    def __call__(self, *args):
+        c = self.compiled
+        c.launches.append(args)
+        if c.log is not None:
+            c.log.append((c.name, args[:3], args[9:]))
+
+    def launch(self, *args):
+        assert args[4] is self.compiled.function and args[9] is self.compiled.packed_metadata
+        assert args[5:9] == (False, False, None, None) and args[10:13] == (None, None, None)
+        self.direct_calls += 1
+        self(*args[:5], args[9], None, None, None, *args[13:])
 
 
 class FakeJIT:

@@ -34,10 +34,12 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(triton_forward, "interpreting", lambda: False)
     monkeypatch.setattr(launch_plans, "ENABLED", True)
     triton_forward.FORWARD_PLANS.clear()
+    triton_forward.FORWARD_PLANS_NO_RSTD.clear()
     function.BACKWARD_PLANS.clear()
     yield log
     fast_launch.clear()
     triton_forward.FORWARD_PLANS.clear()
+    triton_forward.FORWARD_PLANS_NO_RSTD.clear()
     function.BACKWARD_PLANS.clear()
 
 
@@ -169,3 +171,74 @@ def test_replay_costs_less_host_time_than_the_full_path(fake_gpu):
     for _ in range(3):  # interleaved rounds: a busy core slows both alike
         ratios.append(median_seconds(planned, 200) / median_seconds(full, 200))
     assert min(ratios) < 0.8, ratios
+
+
+def _kernel_args(log, name):
+    return [args for n, _, args in log if n == name]
+
+
+def test_replays_go_through_the_c_launcher(fake_gpu):
+    dy, x, w, rstd = _inputs(300, 4096)
+    for _ in range(3):
+        function.run_strategy(persistent_backward, dy, x, w, rstd)
+    plan = next(p for p in function.BACKWARD_PLANS.plans.values() if p)
+    assert [c.run.direct_calls for c, *_ in plan.launches] == [2, 2]  # the two replays, both kernels
+
+
+def test_scratch_is_kept_per_stream_and_fresh_under_capture_or_poison(fake_gpu, monkeypatch):
+    log = fake_gpu
+    dy, x, w, rstd = _inputs(300, 4096)
+    partial = lambda: _kernel_args(log, "rmsnorm_bwd_persistent_kernel")[-1][5]  # noqa: E731
+    function.run_strategy(persistent_backward, dy, x, w, rstd)  # records
+    first = partial()
+    dx1, dw1 = function.run_strategy(persistent_backward, dy, x, w, rstd)
+    kept = partial()
+    dx2, dw2 = function.run_strategy(persistent_backward, dy, x, w, rstd)
+    assert partial() is kept and kept is not first  # the replays share one partial buffer ...
+    assert dx1 is not dx2 and dw1 is not dw2  # ... but every returned tensor is fresh
+    assert dx1.data_ptr() != dx2.data_ptr() and dw1.data_ptr() != dw2.data_ptr()
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 8, raising=False)
+    function.run_strategy(persistent_backward, dy, x, w, rstd)
+    other_stream = partial()
+    assert other_stream is not kept  # another stream: its own buffer
+    monkeypatch.setattr(launch_plans, "_capturing", lambda: True)
+    function.run_strategy(persistent_backward, dy, x, w, rstd)
+    assert partial() is not other_stream  # graph capture: a buffer of the graph's own
+    monkeypatch.setattr(launch_plans, "_capturing", lambda: False)
+    with poison.poisoned_outputs():
+        function.run_strategy(persistent_backward, dy, x, w, rstd)
+    assert partial() is not other_stream and torch.isnan(partial()).all()  # poisoning: a fresh NaN buffer
+    function.run_strategy(persistent_backward, dy, x, w, rstd)
+    assert partial() is other_stream
+
+
+def test_scratch_buffers_are_bounded(fake_gpu):
+    for m in range(1, launch_plans.SCRATCH_ENTRIES + 6):
+        dy, x, w, rstd = _inputs(m, 256)
+        for _ in range(2):
+            function.run_strategy(workspace_backward, dy, x, w, rstd)
+    assert 0 < len(launch_plans._SCRATCH) <= launch_plans.SCRATCH_ENTRIES
+
+
+def test_a_forward_without_rstd_writes_it_to_scratch_and_returns_none(fake_gpu, monkeypatch):
+    log = fake_gpu
+    config = triton_forward.rmsnorm_fwd_row_tuned.configs[0]
+
+    class Chosen(dict):
+        def get(self, key, default=None):
+            return config
+
+    monkeypatch.setattr(triton_forward, "_CHOSEN_CONFIGS", Chosen())
+    x, w = torch.randn(64, 5120).bfloat16(), torch.randn(5120).bfloat16()
+    y0, _, rstd0 = triton_forward.rmsnorm_forward(x, w, 1e-6, need_rstd=False)  # records: a real rstd
+    assert rstd0 is not None
+    y1, _, rstd1 = triton_forward.rmsnorm_forward(x, w, 1e-6, need_rstd=False)
+    y2, _, rstd2 = triton_forward.rmsnorm_forward(x, w, 1e-6, need_rstd=False)
+    assert rstd1 is None and rstd2 is None and y1 is not y2
+    rows = _kernel_args(log, "rmsnorm_fwd_rows_kernel")
+    assert rows[-1][3] is rows[-2][3] and rows[-1][2] is y2 and rows[-2][2] is y1  # rstd in one kept buffer
+    # a caller that needs rstd has its own plans: a fresh rstd every call
+    triton_forward.rmsnorm_forward(x, w, 1e-6)
+    _, _, r1 = triton_forward.rmsnorm_forward(x, w, 1e-6)
+    _, _, r2 = triton_forward.rmsnorm_forward(x, w, 1e-6)
+    assert r1 is not None and r2 is not None and r1.data_ptr() != r2.data_ptr()
