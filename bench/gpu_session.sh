@@ -123,6 +123,13 @@ for phase in "$@"; do
       # issue 16: one backward's host time taken apart (autograd node, allocations, each launcher)
       timeout ${BREAKDOWN_S:-120} python3 bench/host_breakdown.py --m 4096 --n 4096 --out "$OUT" 2>&1 | tail -30
       ;;
+    hostsweep)
+      # issue 16: host_us of ours beside torch-native's (F.rms_norm) at every default shape, one run
+      timeout -s INT ${HOSTSWEEP_S:-180} python3 -m rmsnorm_dash bench --impl torch-native,triton,triton-persistent,triton-workspace,triton-atomic \
+        --dtype bf16 --m 4096,16384,65536 --n 512,1024,2048,4096,8192,16384 --reps ${HOSTSWEEP_REPS:-20} --quiet \
+        --out "$OUT/hostsweep.json" > "$OUT/hostsweep.log" 2>&1
+      echo "exit $?"; tail -c 2000 "$OUT/hostsweep.log"
+      ;;
     dropin)
       # issue 16: host µs vs F.rms_norm at a few shapes, torch.compile fullgraph, torch.export, CUDA graphs
       timeout ${DROPIN_S:-240} python3 bench/dropin_check.py --out "$OUT" 2>&1 | tail -30
