@@ -130,6 +130,10 @@ for phase in "$@"; do
         --out "$OUT/hostsweep.json" > "$OUT/hostsweep.log" 2>&1
       echo "exit $?"; tail -c 2000 "$OUT/hostsweep.log"
       ;;
+    probe-fwd)
+      # issue 15: the chunked forward with N as a compile-time constant (looped / unrolled) vs ours and torch.compile
+      timeout -s INT ${PROBE_S:-240} python3 bench/probe_forward_static.py --out "$OUT" 2>&1 | tail -40
+      ;;
     dropin)
       # issue 16: host µs vs F.rms_norm at a few shapes, torch.compile fullgraph, torch.export, CUDA graphs
       timeout ${DROPIN_S:-240} python3 bench/dropin_check.py --out "$OUT" 2>&1 | tail -30

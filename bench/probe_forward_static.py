@@ -1,0 +1,158 @@
+"""Device probe (issue 15): the forward at wide rows with the row width as a compile-time constant.
+
+torch.compile's forward is 1–4 % ahead of ours at N ≥ 6144 (bench/NOTES.md). Its kernel is a two-pass loop
+over the row like our chunked kernel, but specialised to the exact width: the loop bounds are constants and,
+where the chunk divides the row, there are no masks. This probe times, per shape, our current dispatch,
+torch.compile (the registry's), and the chunked kernel with ``N: tl.constexpr`` — looped (``tl.range``) and
+fully unrolled (``tl.static_range``) — at a few chunk × warp configs, each checked against fp64 first; every
+candidate of one shape measured in ``--rounds`` interleaved rounds by the engine's timer (median of the
+rounds' medians; the spread printed).
+
+    python3 bench/probe_forward_static.py [--m 4096,16384,65536] [--n 6144,8192,12288,16384] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+from bench.tune_common import bench_fwd, copy_ceiling_GBps, fwd_bytes, make_inputs, rotating_sets  # noqa: E402
+from rmsnorm_kernels.reference import relative_error, rmsnorm_reference, tolerance_for  # noqa: E402
+from rmsnorm_kernels.registry import default_registry  # noqa: E402
+
+
+@triton.jit
+def fwd_static_kernel(X, W, Y, RSTD, stride_x, stride_y, eps, N: tl.constexpr, CHUNK: tl.constexpr,
+                      UNROLL: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    x_row = X + row * stride_x
+    y_row = Y + row * stride_y
+    cols = tl.arange(0, CHUNK)
+    squares = tl.zeros([CHUNK], dtype=tl.float32)
+    if UNROLL:
+        for start in tl.static_range(0, N, CHUNK):
+            if N % CHUNK == 0:
+                x = tl.load(x_row + start + cols, eviction_policy="evict_last")
+            else:
+                x = tl.load(x_row + start + cols, mask=start + cols < N, other=0.0, eviction_policy="evict_last")
+            x = x.to(tl.float32)
+            squares += x * x
+    else:
+        for start in tl.range(0, N, CHUNK):
+            if N % CHUNK == 0:
+                x = tl.load(x_row + start + cols, eviction_policy="evict_last")
+            else:
+                x = tl.load(x_row + start + cols, mask=start + cols < N, other=0.0, eviction_policy="evict_last")
+            x = x.to(tl.float32)
+            squares += x * x
+    rstd = tl.rsqrt(tl.sum(squares, axis=0) / N + eps)
+    if UNROLL:
+        for start in tl.static_range(0, N, CHUNK):
+            if N % CHUNK == 0:
+                x = tl.load(x_row + start + cols, eviction_policy="evict_first").to(tl.float32)
+                w = tl.load(W + start + cols, eviction_policy="evict_last").to(tl.float32)
+                tl.store(y_row + start + cols, (x * rstd * w).to(Y.dtype.element_ty))
+            else:
+                mask = start + cols < N
+                x = tl.load(x_row + start + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+                w = tl.load(W + start + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+                tl.store(y_row + start + cols, (x * rstd * w).to(Y.dtype.element_ty), mask=mask)
+    else:
+        for start in tl.range(0, N, CHUNK):
+            if N % CHUNK == 0:
+                x = tl.load(x_row + start + cols, eviction_policy="evict_first").to(tl.float32)
+                w = tl.load(W + start + cols, eviction_policy="evict_last").to(tl.float32)
+                tl.store(y_row + start + cols, (x * rstd * w).to(Y.dtype.element_ty))
+            else:
+                mask = start + cols < N
+                x = tl.load(x_row + start + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+                w = tl.load(W + start + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+                tl.store(y_row + start + cols, (x * rstd * w).to(Y.dtype.element_ty), mask=mask)
+    tl.store(RSTD + row, rstd)
+
+
+def static_forward(chunk, warps, unroll):
+    def run(x, w):
+        m, n = x.shape
+        y = torch.empty_like(x)
+        rstd = torch.empty(m, device=x.device, dtype=torch.float32)
+        fwd_static_kernel[(m,)](x, w, y, rstd, x.stride(0), y.stride(0), 1e-6, N=n, CHUNK=chunk, UNROLL=unroll,
+                                num_warps=warps)
+        return y
+
+    return run
+
+
+VARIANTS = [(c, w, u) for u in (False, True) for c in (1024, 2048) for w in (4, 8)]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--m", default="4096,16384,65536")
+    p.add_argument("--n", default="6144,8192,12288,16384")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or "bench/logs"))
+    args = p.parse_args()
+    dev = torch.device("cuda")
+    reg = default_registry()
+    ceiling = copy_ceiling_GBps(dev, False)
+    report = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "device": torch.cuda.get_device_name(),
+              "torch": torch.__version__, "triton": triton.__version__, "ceiling_GBps": ceiling, "dtype": "bfloat16",
+              "rounds": args.rounds, "rows": []}
+    print(f"ceiling {ceiling:.0f} GB/s")
+    for n in [int(v) for v in args.n.split(",")]:
+        for m in [int(v) for v in args.m.split(",")]:
+            sets, w = make_inputs(m, n, torch.bfloat16, dev, rotating_sets(m, n, 2, 2))
+            cands = {"ours (dispatch)": lambda x, w_: reg.get("triton").fn(x, w_, 1e-6),
+                     "torch-compile": lambda x, w_: reg.get("torch-compile").fn(x, w_, 1e-6)}
+            for c, wp, u in VARIANTS:
+                if c < n:
+                    cands[f"static {'unrolled' if u else 'loop'} chunk {c} w{wp}"] = static_forward(c, wp, u)
+            x0 = sets[0][0]
+            ok = {}
+            for name, fn in cands.items():
+                try:
+                    with torch.no_grad():
+                        y = fn(x0, w)
+                    err = relative_error(y, rmsnorm_reference(x0, w, 1e-6)[0])
+                    ok[name] = err <= tolerance_for(torch.bfloat16)
+                    if not ok[name]:
+                        print(f"{m}x{n} {name}: WRONG rel err {err:.2e}")
+                except Exception as exc:
+                    ok[name] = False
+                    print(f"{m}x{n} {name}: FAILED {exc!r}"[:300])
+            times = {name: [] for name in cands if ok[name]}
+            for _ in range(args.rounds):
+                for name in times:
+                    times[name].append(bench_fwd(cands[name], sets, w, False))
+            nbytes = fwd_bytes(m, n, 2)
+            row = {"M": m, "N": n, "GBps": {}, "spread": {}}
+            for name, ts in times.items():
+                med = statistics.median(ts)
+                row["GBps"][name] = nbytes / (med * 1e-3) / 1e9
+                row["spread"][name] = (max(ts) - min(ts)) / med
+            report["rows"].append(row)
+            best = max(row["GBps"].items(), key=lambda kv: kv[1])
+            print(f"{m}x{n}: " + "; ".join(f"{k} {v:.0f} ({100 * v / ceiling:.1f}%, ±{100 * row['spread'][k]:.1f}%)"
+                                           for k, v in sorted(row["GBps"].items(), key=lambda kv: -kv[1])))
+            print(f"   best {best[0]}")
+            del sets
+            torch.cuda.empty_cache()
+            args.out.mkdir(parents=True, exist_ok=True)
+            (args.out / "probe-forward-static.json").write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
