@@ -106,8 +106,9 @@ for phase in "$@"; do
       ;;
     check-ours)
       # issue 15: correctness of our kernels at every model width and the odd ones (1000, 5000, 12345; M 4099)
+      impl_args=$(for i in ${CHECK_IMPLS:-triton triton-persistent triton-workspace triton-atomic}; do printf -- '--impl %s ' "$i"; done)
       timeout ${CHECK_S:-150} python3 -m rmsnorm_dash check --preset-widths --dtype ${CHECK_DTYPE:-bfloat16} \
-        --impl triton --impl triton-persistent --impl triton-workspace --impl triton-atomic > "$OUT/check.txt" 2>&1
+        $impl_args > "$OUT/check.txt" 2>&1
       echo "check exit code $?"; tail -c 5000 "$OUT/check.txt"
       ;;
     profile)
@@ -129,6 +130,13 @@ for phase in "$@"; do
         --dtype bf16 --m 4096,16384,65536 --n 512,1024,2048,4096,8192,16384 --reps ${HOSTSWEEP_REPS:-20} --quiet \
         --out "$OUT/hostsweep.json" > "$OUT/hostsweep.log" 2>&1
       echo "exit $?"; tail -c 2000 "$OUT/hostsweep.log"
+      ;;
+    fwdsweep)
+      # issue 15: the models preset's forward, ours beside every peer but QuACK (its wheel takes two calls), one run
+      timeout -s INT ${FWDSWEEP_S:-270} python3 -m rmsnorm_dash bench --preset models --pass fwd \
+        --impl ${SWEEP_IMPLS:-torch-native,torch-compile,liger,triton} --dtype ${SWEEP_DTYPES:-bf16} --reps ${SWEEP_REPS:-30} \
+        --quiet --out "$OUT/models-fwd.json" > "$OUT/models-fwd.log" 2>&1
+      echo "exit $?"; tail -c 1500 "$OUT/models-fwd.log"
       ;;
     probe-fwd)
       # issue 15: the chunked forward with N as a compile-time constant (looped / unrolled) vs ours and torch.compile
