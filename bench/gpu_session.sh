@@ -22,6 +22,9 @@ export TRITON_CACHE_DIR=$KEEP/triton-cache TORCHINDUCTOR_CACHE_DIR=$KEEP/inducto
 export PYTHONPATH="$PWD:$SITE:$SITE/nvidia_cutlass_dsl/dsl_packages${PYTHONPATH:+:$PYTHONPATH}"
 dsl_path() { for d in $(find "$SITE" -maxdepth 4 -type d -name cutlass_dsl -path "*cutlass/cutlass_dsl" 2>/dev/null); do export PYTHONPATH="$(dirname "$(dirname "$d")"):$PYTHONPATH"; done; }
 dsl_path
+# the copy's .git is the session's first commit, not the files' own: `git rev-parse HEAD > .git-commit` on the CPU
+# machine before a call and name .git-commit in the call's carry (it is ignored), and the runs record that commit
+[ -z "${GIT_COMMIT:-}" ] && [ -f .git-commit ] && export GIT_COMMIT=$(cat .git-commit)
 dash() { python3 -m rmsnorm_dash "$@"; }
 
 for phase in "$@"; do
