@@ -3,10 +3,13 @@
 torch.compile's forward is 1–4 % ahead of ours at N ≥ 6144 (bench/NOTES.md). Its kernel is a two-pass loop
 over the row like our chunked kernel, but specialised to the exact width: the loop bounds are constants and,
 where the chunk divides the row, there are no masks. This probe times, per shape, our current dispatch,
-torch.compile (the registry's), and the chunked kernel with ``N: tl.constexpr`` — looped (``tl.range``) and
-fully unrolled (``tl.static_range``) — at a few chunk × warp configs, each checked against fp64 first; every
-candidate of one shape measured in ``--rounds`` interleaved rounds by the engine's timer (median of the
-rounds' medians; the spread printed).
+torch.compile (the registry's), and the chunked kernel with ``N: tl.constexpr`` at a few chunk × warp configs,
+each checked against fp64 first; every candidate of one shape measured in ``--rounds`` interleaved rounds by the
+engine's timer (median of the rounds' medians; the spread printed).
+
+The committed probe files of 2026-12-04 (results/checks/probe-forward-static*) were made by this script at
+c348564, before the chunked kernel itself took N as a constexpr: its own copy of the kernel then, looped
+(``tl.range``) and fully unrolled (``tl.static_range``; equal within 0.3 %), 4 and 8 warps.
 
     python3 bench/probe_forward_static.py [--m 4096,16384,65536] [--n 6144,8192,12288,16384] [--out DIR]
 """
@@ -25,76 +28,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
 
 from bench.tune_common import bench_fwd, copy_ceiling_GBps, fwd_bytes, make_inputs, rotating_sets  # noqa: E402
 from rmsnorm_kernels.reference import relative_error, rmsnorm_reference, tolerance_for  # noqa: E402
 from rmsnorm_kernels.registry import default_registry  # noqa: E402
+from rmsnorm_kernels.triton_forward import rmsnorm_fwd_chunked_kernel, size_class  # noqa: E402
 
 
-@triton.jit
-def fwd_static_kernel(X, W, Y, RSTD, stride_x, stride_y, eps, N: tl.constexpr, CHUNK: tl.constexpr,
-                      UNROLL: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    x_row = X + row * stride_x
-    y_row = Y + row * stride_y
-    cols = tl.arange(0, CHUNK)
-    squares = tl.zeros([CHUNK], dtype=tl.float32)
-    if UNROLL:
-        for start in tl.static_range(0, N, CHUNK):
-            if N % CHUNK == 0:
-                x = tl.load(x_row + start + cols, eviction_policy="evict_last")
-            else:
-                x = tl.load(x_row + start + cols, mask=start + cols < N, other=0.0, eviction_policy="evict_last")
-            x = x.to(tl.float32)
-            squares += x * x
-    else:
-        for start in tl.range(0, N, CHUNK):
-            if N % CHUNK == 0:
-                x = tl.load(x_row + start + cols, eviction_policy="evict_last")
-            else:
-                x = tl.load(x_row + start + cols, mask=start + cols < N, other=0.0, eviction_policy="evict_last")
-            x = x.to(tl.float32)
-            squares += x * x
-    rstd = tl.rsqrt(tl.sum(squares, axis=0) / N + eps)
-    if UNROLL:
-        for start in tl.static_range(0, N, CHUNK):
-            if N % CHUNK == 0:
-                x = tl.load(x_row + start + cols, eviction_policy="evict_first").to(tl.float32)
-                w = tl.load(W + start + cols, eviction_policy="evict_last").to(tl.float32)
-                tl.store(y_row + start + cols, (x * rstd * w).to(Y.dtype.element_ty))
-            else:
-                mask = start + cols < N
-                x = tl.load(x_row + start + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-                w = tl.load(W + start + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-                tl.store(y_row + start + cols, (x * rstd * w).to(Y.dtype.element_ty), mask=mask)
-    else:
-        for start in tl.range(0, N, CHUNK):
-            if N % CHUNK == 0:
-                x = tl.load(x_row + start + cols, eviction_policy="evict_first").to(tl.float32)
-                w = tl.load(W + start + cols, eviction_policy="evict_last").to(tl.float32)
-                tl.store(y_row + start + cols, (x * rstd * w).to(Y.dtype.element_ty))
-            else:
-                mask = start + cols < N
-                x = tl.load(x_row + start + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-                w = tl.load(W + start + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-                tl.store(y_row + start + cols, (x * rstd * w).to(Y.dtype.element_ty), mask=mask)
-    tl.store(RSTD + row, rstd)
+def static_forward(chunk, warps):
+    """The chunked kernel (`rmsnorm_kernels.triton_forward`, N a constexpr since 06d0d80) at one config."""
 
-
-def static_forward(chunk, warps, unroll):
     def run(x, w):
         m, n = x.shape
         y = torch.empty_like(x)
         rstd = torch.empty(m, device=x.device, dtype=torch.float32)
-        fwd_static_kernel[(m,)](x, w, y, rstd, x.stride(0), y.stride(0), 1e-6, N=n, CHUNK=chunk, UNROLL=unroll,
-                                num_warps=warps)
+        rmsnorm_fwd_chunked_kernel[(m,)](x, w, y, rstd, x.stride(0), y.stride(0), n, 1e-6, size_class(m),
+                                         CHUNK=chunk, num_warps=warps)
         return y
 
     return run
 
 
-VARIANTS = [(c, w, u) for u in (False, True) for c in (1024, 2048) for w in (4, 8)]
+VARIANTS = [(c, w) for c in (1024, 2048) for w in (4, 8, 16)]
 
 
 def main() -> int:
@@ -116,9 +71,9 @@ def main() -> int:
             sets, w = make_inputs(m, n, torch.bfloat16, dev, rotating_sets(m, n, 2, 2))
             cands = {"ours (dispatch)": lambda x, w_: reg.get("triton").fn(x, w_, 1e-6),
                      "torch-compile": lambda x, w_: reg.get("torch-compile").fn(x, w_, 1e-6)}
-            for c, wp, u in VARIANTS:
+            for c, wp in VARIANTS:
                 if c < n:
-                    cands[f"static {'unrolled' if u else 'loop'} chunk {c} w{wp}"] = static_forward(c, wp, u)
+                    cands[f"static loop chunk {c} w{wp}"] = static_forward(c, wp)
             x0 = sets[0][0]
             ok = {}
             for name, fn in cands.items():
