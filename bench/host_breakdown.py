@@ -6,7 +6,8 @@ engine's ``host_us``), bf16, one shape. Beside our three backwards through ``tor
 - the autograd floors: a C++ node with no kernel (``clone``'s backward), a Python ``autograd.Function`` whose
   backward returns dy, the same allocating three outputs;
 - our backward without autograd: the launch plan's replay called on the calling thread, and each of its
-  compiled launchers alone;
+  compiled launchers alone (through Triton's Python ``__call__``; its C ``launch`` given tensors; given the
+  pointers as ints);
 - ``F.rms_norm``'s forward and backward, and two ``torch.empty``.
 
 So the gap to ``F.rms_norm`` splits into the Python autograd node, the allocations and the launches.
@@ -136,6 +137,16 @@ def main() -> int:
             t[f"{impl} launcher {j} ({name}) alone"] = host_us(
                 lambda: compiled.run(g0, g1, g2, stream, compiled.function, compiled.packed_metadata, None, None, None,
                                      *a, *tail))
+            # the next idea, measured apart: Triton's C launch with the pointers as ints skips a data_ptr() call
+            # and a cuPointerGetAttribute per tensor argument
+            launch = compiled.run.launch
+            meta = (compiled.run.launch_cooperative_grid, compiled.run.launch_pdl, None, None, compiled.packed_metadata,
+                    None, None, None)
+            ints = [v.data_ptr() if isinstance(v, torch.Tensor) else v for v in a]
+            t[f"{impl} launcher {j} C launch, tensors"] = host_us(
+                lambda: launch(g0, g1, g2, stream, compiled.function, *meta, *a, *tail))
+            t[f"{impl} launcher {j} C launch, pointers as ints"] = host_us(
+                lambda: launch(g0, g1, g2, stream, compiled.function, *meta, *ints, *tail))
         t[f"{impl} allocations of the plan ({len(plan.outputs)})"] = host_us(
             lambda: [torch.empty(s, dtype=d, device=dev) for s, d, _ in plan.outputs])
     r["host_us"] = t
