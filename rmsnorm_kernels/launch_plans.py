@@ -40,8 +40,11 @@ def calls_to_a_replay(device: torch.device) -> int:
     return CALLS_TO_A_REPLAY if device.type == "cuda" else 1
 
 
-_capturing = torch._C._cuda_isCurrentStreamCapturing if torch.cuda.is_available() else (lambda: False)
-"""Whether the current CUDA stream is being captured into a graph (a captured call allocates its scratch afresh)."""
+def _capturing() -> bool:
+    """Whether the current CUDA stream is being captured into a graph (a captured call allocates its scratch afresh).
+    Asks only once CUDA is initialised (a replay's inputs are CUDA tensors, so it is); never at import, where
+    asking the driver would keep a later ``fork`` from using CUDA."""
+    return torch.cuda.is_initialized() and torch._C._cuda_isCurrentStreamCapturing()
 
 SCRATCH_ENTRIES = 8
 _SCRATCH: dict = {}

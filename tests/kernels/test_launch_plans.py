@@ -242,3 +242,16 @@ def test_a_forward_without_rstd_writes_it_to_scratch_and_returns_none(fake_gpu, 
     _, _, r1 = triton_forward.rmsnorm_forward(x, w, 1e-6)
     _, _, r2 = triton_forward.rmsnorm_forward(x, w, 1e-6)
     assert r1 is not None and r2 is not None and r1.data_ptr() != r2.data_ptr()
+
+
+def test_importing_the_plans_never_asks_the_driver(monkeypatch):
+    """Asking the CUDA driver at import (``torch.cuda.is_available``) would keep a later fork from using CUDA."""
+    import importlib
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the CUDA driver was asked at import")
+
+    monkeypatch.setattr(torch.cuda, "is_available", refuse)
+    monkeypatch.setattr(torch.cuda, "device_count", refuse)
+    importlib.reload(launch_plans)
+    assert launch_plans._capturing() is False  # CUDA not initialised here: not capturing, and nothing asked
