@@ -1,5 +1,5 @@
 // What the page opens with (issue 17): the runs a URL names, else the first-look run (firstLookRun: the broadest
-// GPU run of the newest day); and a live run drawn over the stored run that was open (its baseline), at the live
+// GPU run of the newest day that measured both passes); and a live run drawn over the stored run that was open (its baseline), at the live
 // sweep's shapes, every M shown.
 
 import { readUrlState } from "./url_state.js";
@@ -7,16 +7,19 @@ import { readUrlState } from "./url_state.js";
 const bothPasses = (r) => ["fwd", "bwd"].every((p) => (r.passes ?? []).includes(p));
 
 // The run a first visit opens, from the listing of GET /api/runs (newest first): the GPU runs with a measured row;
-// of them those of the newest day (the UTC date of created_at), so a side run of an older day never hides today's;
-// of that day's the one that measured both passes, then the most implementations, then the most measured rows,
+// of them those that measured both passes, when there are any (a run of one pass, e.g. a forward-only sweep, never
+// hides a full comparison); of those the ones of the newest day (the UTC date of created_at), so a side run of an
+// older day never hides today's; of that day's the one with the most implementations, then the most measured rows,
 // then the newest (a day's thin side run, e.g. one implementation re-measured, does not hide its full comparison).
 // null when no GPU run is stored.
 export function firstLookRun(runs) {
-  const gpu = (runs ?? []).filter((r) => r.kind === "cuda" && (r.counts?.ok ?? 0) > 0);
-  if (!gpu.length) return null;
+  const measured = (runs ?? []).filter((r) => r.kind === "cuda" && (r.counts?.ok ?? 0) > 0);
+  if (!measured.length) return null;
+  const full = measured.filter(bothPasses);
+  const gpu = full.length ? full : measured;
   const day = (r) => String(r.created_at ?? "").slice(0, 10);
   const newest = gpu.map(day).reduce((a, b) => (b > a ? b : a));
-  const rank = (r) => [bothPasses(r) ? 1 : 0, (r.implementations ?? []).length, r.counts.ok, String(r.created_at ?? "")];
+  const rank = (r) => [(r.implementations ?? []).length, r.counts.ok, String(r.created_at ?? "")];
   const better = (a, b) => {
     const [x, y] = [rank(a), rank(b)];
     for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return x[i] > y[i];

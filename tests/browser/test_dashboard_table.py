@@ -110,6 +110,12 @@ def listing(run_id, created_at, impls, passes=("bwd", "fwd"), ok=10, kind="cuda"
      "many-rows"),
     ([listing("new", "2026-12-03T10:00:00Z", 5), listing("old", "2026-12-03T09:00:00Z", 5)], "new"),
     ([listing("cpu", "2026-12-03T10:00:00Z", 5, kind="cpu")], None),
+    # A newer day's run of one pass does not hide an older day's run of both (a forward-only sweep of 2026-12-04);
+    # with runs of one pass only, the newest day's broadest of them.
+    ([listing("fwd-today", "2026-12-04T03:22:00Z", 4, passes=("fwd",)), listing("both-yesterday", "2026-12-03T08:16:00Z", 6),
+      listing("both-older", "2026-12-02T16:00:00Z", 9)], "both-yesterday"),
+    ([listing("fwd-today", "2026-12-04T03:22:00Z", 4, passes=("fwd",)), listing("bwd-today", "2026-12-04T02:00:00Z", 2,
+      passes=("bwd",)), listing("fwd-older", "2026-12-02T16:00:00Z", 9, passes=("fwd",))], "fwd-today"),
 ])
 def test_the_page_rule_picks_the_documented_run(make_page, runs, chosen):
     """The page's firstLookRun, on made-up listings, against the rule as documented (first_look_rule.py)."""
