@@ -8,7 +8,9 @@ kernel launched through `rmsnorm_kernels.fast_launch` is noted, with every tenso
 input of the call or one of its outputs) and every other argument kept as the constant it was. Later calls
 with the same key *replay* the record: allocate the outputs (NaN-filled while poisoning, as the first call
 would), call each compiled kernel's launcher with the new tensors, return the outputs. Nothing is chosen
-twice; the host cost left is the allocations and one launcher call per kernel.
+twice; the host cost left is the allocations and one launcher call per kernel. Scratch (a buffer the call fills
+and reads itself, such as the dγ partials, or an output its caller drops) is not allocated again: a replay reuses
+the one kept for its stream (`_SCRATCH`), except under graph capture or while poisoning.
 
 A call is not recorded (and runs the full path again next time) when something in it was not noted — the
 autotuner benchmarking its configs, a launch that could not go direct, an allocation made by PyTorch — so a
@@ -46,6 +48,7 @@ def _capturing() -> bool:
     asking the driver would keep a later ``fork`` from using CUDA."""
     return torch.cuda.is_initialized() and torch._C._cuda_isCurrentStreamCapturing()
 
+
 SCRATCH_ENTRIES = 8
 _SCRATCH: dict = {}
 """Scratch buffers of replays (outputs a call fills and reads itself, or a caller discards), kept for the next
@@ -80,13 +83,12 @@ def _direct_launcher(compiled):
 
 
 class Plan:
-    __slots__ = ("returned", "outputs", "launches", "device", "index", "n_inputs")
+    __slots__ = ("returned", "outputs", "launches", "device", "index")
 
     def __init__(self, rec: Recorder, returned: list, device: torch.device, n_inputs: int = 0):
         self.returned = tuple(returned)
         self.device = device
         self.index = device.index
-        self.n_inputs = n_inputs
         kept = {s for s in returned if s is not None}
         self.outputs = tuple(
             (shape, dtype, ZEROS if zero else EMPTY if n_inputs + j in kept else SCRATCH)
