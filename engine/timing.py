@@ -14,10 +14,11 @@
   buffers, and a training step does not retain either.
 - **Clocks**: on CUDA one pair of events per repetition. Before each start event the GPU is given a short
   spin (``torch.cuda._sleep``, no memory traffic, so the L2 is left as it was) lasting about twice the
-  host's time to enqueue one call: the host then runs ahead and the events time the kernels, not Python's
-  launch path. That host time is reported on its own as ``host_us`` (the launch overhead a caller pays
-  when the GPU is idle); the ``cuda-graph`` mode removes it. On CPU ``time.perf_counter`` around each
-  repetition (there host time *is* the time).
+  host's time to enqueue one call (the median of a few calls first, on an idle GPU): the host then runs ahead
+  and the events time the kernels, not Python's launch path. The host's own time in each timed call (the
+  call never waits for the GPU: it is still spinning) is reported on its own as ``host_us``, the median over
+  the timed repetitions: the launch overhead a caller pays per call; the ``cuda-graph`` mode removes it.
+  On CPU ``time.perf_counter`` around each repetition (there host time *is* the time).
   ``cuda-graph`` mode (for small problems, labelled as such in the row) captures one call per set in a
   CUDA graph and times each replay, divided by the calls in it.
 - **Statistics**: median, min, max and the quartiles of the per-repetition times.
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import statistics
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
@@ -46,7 +48,8 @@ class Stats:
     q3_us: float
     repetitions: int
     host_us: Optional[float] = None
-    """median host (CPU) time to enqueue one call on CUDA: the launch overhead, reported separately"""
+    """median host (CPU) time of one timed call on CUDA, the GPU busy meanwhile: the launch overhead, reported
+    separately"""
 
 
 def _quantile(sorted_values: Sequence[float], q: float) -> float:
@@ -244,6 +247,7 @@ def measure(
             spin_cycles = int(max(2 * host_s, MIN_SPIN_S) * SPIN_CLOCK_HZ)
             starts = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
             ends = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
+            hosts = []
             for r in range(repetitions):
                 i = start_index + r
                 workload.before(i)
@@ -251,11 +255,13 @@ def measure(
                     flush.zero_()
                 torch.cuda._sleep(spin_cycles)  # keeps the GPU busy while the host enqueues the call
                 starts[r].record()
+                t0 = time.perf_counter()
                 workload.call(i)
+                hosts.append(time.perf_counter() - t0)
                 ends[r].record()
             torch.cuda.synchronize(device)
             samples = [s.elapsed_time(e) * 1e-3 for s, e in zip(starts, ends)]
-            return stats_from_seconds(samples, host_us=host_s * 1e6)
+            return stats_from_seconds(samples, host_us=statistics.median(hosts) * 1e6)
         else:
             samples = []
             for r in range(repetitions):

@@ -1,4 +1,5 @@
 import math
+import time
 
 import numpy as np
 import pytest
@@ -100,3 +101,43 @@ def test_cuda_graph_needs_cuda():
     xs, w, _ = random_inputs(8, 16, torch.float32, CPU, 1, backward=False)
     with pytest.raises(RuntimeError, match="CUDA"):
         timing.measure_cuda_graph(ForwardWorkload(torch_rmsnorm, xs, w), 2, 1, CPU)
+
+
+def test_cuda_host_us_is_the_median_of_the_timed_calls(monkeypatch):
+    """On CUDA, host_us is the host's time inside each timed call (the GPU spinning meanwhile), median over the
+    repetitions: here a stand-in GPU, and a workload whose calls take known, varied host times."""
+    waits = iter([0.0] * 8 + [0.010, 0.002, 0.006] * 5)  # warm-up + the 5 estimate calls, then the timed ones
+    spins = []
+
+    class FakeEvent:
+        def __init__(self, enable_timing=False):
+            self.t = None
+
+        def record(self):
+            self.t = time.perf_counter()
+
+        def elapsed_time(self, other):
+            return (other.t - self.t) * 1e3
+
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+    monkeypatch.setattr(torch.cuda, "_sleep", spins.append)
+
+    class Workload:
+        sets = 1
+
+        def context(self):
+            return torch.no_grad()
+
+        def before(self, i):
+            pass
+
+        def call(self, i):
+            time.sleep(next(waits))
+
+        def check(self):
+            pass
+
+    stats = measure(Workload(), repetitions=15, warmup=3, device=torch.device("cuda"))
+    assert stats.repetitions == 15 and len(spins) == 15
+    assert 5e3 < stats.host_us < 9.5e3  # the timed calls' median (6 ms; a sleep never ends early), not the estimate's (0)
