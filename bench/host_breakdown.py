@@ -11,6 +11,7 @@ engine's ``host_us``), bf16, one shape. Beside our three backwards through ``tor
 - ``F.rms_norm``'s forward and backward, and two ``torch.empty``.
 
 So the gap to ``F.rms_norm`` splits into the Python autograd node, the allocations and the launches.
+(`bench/host_profile.py` profiles the same calls function by function.)
 
     python3 bench/host_breakdown.py [--m 4096] [--n 4096] [--out DIR]
 """
