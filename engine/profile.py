@@ -35,10 +35,11 @@ import torch
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
+from engine.timing import SPIN_CLOCK_HZ
+
 PROFILE_CALLS = 10
 MAX_KERNELS = 24
 """Entries kept per row (the slowest ones); the rest are summed into one ``"(other)"`` entry."""
-SPIN_CLOCK_HZ = 2.0e9
 FIRST_SPIN_S = 0.02
 """The GPU spin before the first profiled call; each later one spins twice the previous call's host time
 (the profiler's: 2–4 ms measured on the H200 host), at least 1 ms, so the host never waits for an idle GPU."""
