@@ -5,7 +5,7 @@
 # and joined there. A call's carry is at most 64 MiB with the working tree (~6 MB): call 1 takes .whl and the
 # first half, call 2 .whl, .whlq and the second half. Python 3.12, manylinux x86_64 (the device image). Versions: the web
 # stack's from constraints.txt (what the suite passed with), the peers' pinned below (the versions the
-# committed results name). Both folders are ignored by git (.git/info/exclude). Prints the carry sizes.
+# committed results name). The three folders are ignored by git (.git/info/exclude). Prints the carry sizes.
 #   bash bench/fetch_wheels.sh        # then: bash bench/gpu_session.sh's phases, carrying .whl and one half
 set -euo pipefail
 cd "$(dirname "$0")/.."

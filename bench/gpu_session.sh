@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The lent-H200 session, in phases (each `run` call of the device tool runs one or more of them).
-# The wheels: `bash bench/fetch_wheels.sh` on the CPU machine (PyPI reachable) fills .whl/ and .whl2/.
+# The wheels: `bash bench/fetch_wheels.sh` on the CPU machine (PyPI reachable) fills .whl/, .whlq/ and .whl2/.
 # Wheels travel in the ignored folders .whl/ (web stack incl. opentelemetry-api for fastapi >= 0.165, pydantic,
 # liger), .whlq/ (quack with apache-tvm-ffi and torch-c-dlpack-ext, and the CuTe-DSL parts: nvidia-cutlass-dsl,
 # -libs-base and -libs-core, the last holding the cutlass Python sources) and
@@ -142,7 +142,7 @@ for phase in "$@"; do
       echo "exit $?"; tail -c 1500 "$OUT/models-fwd.log"
       ;;
     probe-fwd)
-      # issue 15: the chunked forward with N as a compile-time constant (looped / unrolled) vs ours and torch.compile
+      # issue 15: the chunked kernel (N a compile-time constant) at chunk × warp configs vs ours and torch.compile
       timeout -s INT ${PROBE_S:-240} python3 bench/probe_forward_static.py --out "$OUT" 2>&1 | tail -40
       ;;
     dropin)
