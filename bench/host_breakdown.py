@@ -130,7 +130,7 @@ def main() -> int:
         t[f"{impl} replay on the calling thread"] = host_us(lambda: plan.run(inputs))
         values = list(inputs) + [torch.empty(s, dtype=d, device=dev) for s, d, _ in plan.outputs]
         stream = torch._C._cuda_getCurrentRawStream(torch.cuda.current_device())
-        for j, (compiled, g0, g1, g2, targs, slots, tail, *_) in enumerate(plan.launches):
+        for j, (compiled, _, g0, g1, g2, targs, slots, tail) in enumerate(plan.launches):
             a = list(targs)
             for i, slot in slots:
                 a[i] = values[slot]

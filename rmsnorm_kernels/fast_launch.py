@@ -14,7 +14,8 @@ which compiled kernel Triton would pick, and conservatively more:
 
 A changed shape, stride, dtype or alignment is a new key, so a stale compiled kernel is never launched
 with arguments it was not specialized for. The first call of a key goes through ``kernel[grid]`` (which
-compiles or finds the kernel) and records the ``CompiledKernel`` it returns.
+compiles or finds the kernel) and records the ``CompiledKernel`` it returns, with its `launcher` (Triton's C launch
+called directly where the kernel needs no scratch; launch plans replay through the same).
 
 Falls back to ``kernel[grid]`` on every call: under Triton's interpreter (nothing is compiled), while a
 launch hook is installed (profilers such as proton read the launch metadata Triton builds), when a
@@ -51,6 +52,20 @@ def hooks_installed() -> bool:
 
         _runtime = knobs.runtime
     return bool(_runtime.launch_enter_hook.calls or _runtime.launch_exit_hook.calls)
+
+
+def launcher(compiled):
+    """``f(gridX, gridY, gridZ, stream, *kernel_args)``: launches ``compiled`` on ``stream``. Where the kernel needs
+    no global or profile scratch, Triton's C ``launch`` is called directly (its Python ``__call__`` would only
+    pass None for them); otherwise ``compiled.run`` itself."""
+    run, function, metadata = compiled.run, compiled.function, compiled.packed_metadata
+    launch = getattr(run, "launch", None)
+    if launch is None or getattr(run, "global_scratch_size", 1) or getattr(run, "profile_scratch_size", 1):
+        return lambda g0, g1, g2, stream, *args: run(g0, g1, g2, stream, function, metadata, None, None, None, *args)
+    cooperative = bool(getattr(run, "launch_cooperative_grid", False))
+    pdl = bool(getattr(run, "launch_pdl", False))
+    return lambda g0, g1, g2, stream, *args: launch(g0, g1, g2, stream, function, cooperative, pdl, None, None,
+                                                    metadata, None, None, None, *args)
 
 
 def _spec(a):
@@ -94,15 +109,14 @@ class FastKernel:
                     return compiled
             note_unrecordable()
             return compiled
-        compiled, tail, g0, g1, g2 = entry
+        compiled, tail, g0, g1, g2, run = entry
         if compiled is None:  # not launchable directly (see `_entry`)
             STATS["jit"] += 1
             note_unrecordable()
             return self.fn[grid](*args, **kwargs)
         STATS["direct"] += 1
         note_launch(compiled, grid, args, tail)
-        compiled.run(g0, g1, g2, torch._C._cuda_getCurrentRawStream(device), compiled.function,
-                     compiled.packed_metadata, None, None, None, *args, *tail)
+        run(g0, g1, g2, torch._C._cuda_getCurrentRawStream(device), *args, *tail)
         return compiled
 
     def _entry(self, compiled, grid, positional, kwargs):
@@ -110,9 +124,9 @@ class FastKernel:
             compiled = compiled.result()
         names = self.arg_names[positional:]
         if compiled is None or not hasattr(compiled, "packed_metadata") or any(n not in kwargs for n in names):
-            return (None, (), 0, 0, 0)
+            return (None, (), 0, 0, 0, None)
         grid = tuple(grid) + (1, 1)
-        return (compiled, tuple(kwargs[n] for n in names), grid[0], grid[1], grid[2])
+        return (compiled, tuple(kwargs[n] for n in names), grid[0], grid[1], grid[2], launcher(compiled))
 
 
 class _Launch:

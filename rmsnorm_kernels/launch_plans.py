@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 
 from rmsnorm_kernels import poison
-from rmsnorm_kernels.fast_launch import enabled, hooks_installed
+from rmsnorm_kernels.fast_launch import enabled, hooks_installed, launcher
 from rmsnorm_kernels.launch_record import Recorder, Slot, push, pop
 
 STATS = {"recorded": 0, "replayed": 0, "incomplete": 0}
@@ -72,16 +72,6 @@ def clear_scratch() -> None:
     _SCRATCH.clear()
 
 
-def _direct_launcher(compiled):
-    """Triton's C launch function behind ``compiled.run`` when the kernel needs no global or profile scratch (its
-    Python ``__call__`` would only pass None for them), else None."""
-    run = getattr(compiled, "run", None)
-    launch = getattr(run, "launch", None)
-    if launch is None or getattr(run, "global_scratch_size", 1) or getattr(run, "profile_scratch_size", 1):
-        return None
-    return launch, bool(getattr(run, "launch_cooperative_grid", False)), bool(getattr(run, "launch_pdl", False))
-
-
 class Plan:
     __slots__ = ("returned", "outputs", "launches", "device", "index")
 
@@ -97,7 +87,7 @@ class Plan:
         for compiled, grid, template, tail in rec.launches:
             g = tuple(grid) + (1, 1)
             slots = tuple((i, int(a)) for i, a in enumerate(template) if isinstance(a, Slot))
-            launches.append((compiled, g[0], g[1], g[2], list(template), slots, tail, _direct_launcher(compiled)))
+            launches.append((compiled, launcher(compiled), g[0], g[1], g[2], list(template), slots, tail))
         self.launches = tuple(launches)
 
     def run(self, inputs: tuple) -> list:
@@ -116,17 +106,11 @@ class Plan:
                     values.append(torch.zeros(shape, dtype=dtype, device=device))
                 else:
                     values.append(_scratch((stream, self.index, j, shape, dtype), shape, dtype, device))
-        for compiled, g0, g1, g2, args, slots, tail, direct in self.launches:
+        for _, run, g0, g1, g2, args, slots, tail in self.launches:
             args = args.copy()
             for i, slot in slots:
                 args[i] = values[slot]
-            if direct is None:
-                compiled.run(g0, g1, g2, stream, compiled.function, compiled.packed_metadata, None, None, None,
-                             *args, *tail)
-            else:
-                launch, cooperative, pdl = direct
-                launch(g0, g1, g2, stream, compiled.function, cooperative, pdl, None, None, compiled.packed_metadata,
-                       None, None, None, *args, *tail)
+            run(g0, g1, g2, stream, *args, *tail)
         STATS["replayed"] += 1
         return tuple(None if s is None else values[s] for s in self.returned)
 
