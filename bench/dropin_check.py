@@ -29,6 +29,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from engine import device as devices  # noqa: E402
+from rmsnorm_kernels import native  # noqa: E402
 from rmsnorm_kernels.module import RMSNorm  # noqa: E402
 
 SHAPES = ((4096, 1024), (4096, 4096), (16384, 4096), (4096, 8192), (1024, 2048))
@@ -189,6 +190,8 @@ def main(argv=None) -> int:
         print("dropin_check needs a CUDA GPU")
         return 2
     info = devices.describe(torch.device("cuda"))
+    native_module = native.ensure()  # the eager path as a training loop gets it (rmsnorm_kernels.native)
+    print("native node:", "loaded" if native_module else native.STATE["error"])
     host = host_overhead()
     checks = [compile_export_graphs(impl) for impl in IMPLS]
     print(f"{'impl':<18} {'M×N':>11} {'fwd host µs':>12} {'bwd host µs':>12} {'≤ native':>9} {'rel err':>9}")
@@ -201,7 +204,9 @@ def main(argv=None) -> int:
               f"graph_step={c['graph_step_ok']}")
     result = {"kind": "dropin-check", "created_at": devices.utc_now_iso(), "device": info.model_dump(),
               "versions": devices.versions(), "git_commit": devices.git_commit(), "host": devices.host(),
-              "host_overhead": host, "checks": checks}
+              "host_overhead": host, "checks": checks,
+              "native_node": {"state": "loaded" if native_module else native.STATE["error"],
+                              "stats": native_module.stats() if native_module else None}}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "dropin-check.json").write_text(json.dumps(result, indent=1))
     print(f"wrote {args.out / 'dropin-check.json'}")

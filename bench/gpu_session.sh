@@ -18,7 +18,7 @@ SITE=$KEEP/site
 OUT=${OUT:-/tmp/out}
 mkdir -p "$KEEP" "$OUT"
 export PYTHONUNBUFFERED=1
-export TRITON_CACHE_DIR=$KEEP/triton-cache TORCHINDUCTOR_CACHE_DIR=$KEEP/inductor-cache
+export TRITON_CACHE_DIR=$KEEP/triton-cache TORCHINDUCTOR_CACHE_DIR=$KEEP/inductor-cache RMSNORM_NATIVE_DIR=$KEEP/native
 export PYTHONPATH="$PWD:$SITE:$SITE/nvidia_cutlass_dsl/dsl_packages${PYTHONPATH:+:$PYTHONPATH}"
 dsl_path() { for d in $(find "$SITE" -maxdepth 4 -type d -name cutlass_dsl -path "*cutlass/cutlass_dsl" 2>/dev/null); do export PYTHONPATH="$(dirname "$(dirname "$d")"):$PYTHONPATH"; done; }
 dsl_path
@@ -122,6 +122,12 @@ for phase in "$@"; do
     host)
       # issue 16: where one call's host time goes (launch plans replayed), beside F.rms_norm's
       timeout ${HOST_S:-120} python3 bench/host_profile.py --m 4096 --n 4096 --out "$OUT" 2>&1 | head -12
+      ;;
+    native)
+      # issue 16: the native node (rmsnorm_kernels/native) built and loaded on this host, and its compiler
+      for c in c++ g++ gcc cc clang++; do printf '%s: %s\n' "$c" "$(command -v $c || echo -)"; done
+      (c++ --version || g++ --version) 2>&1 | head -1
+      RMSNORM_NATIVE_DIR=$KEEP/native python3 -c 'import time; t = time.perf_counter(); from rmsnorm_kernels import native; m = native.ensure(); print("native:", "loaded" if m else native.STATE["error"], native.STATE["path"], f"{time.perf_counter() - t:.1f} s"); print("cuda build:", getattr(m, "cuda", None))' 2>&1 | tail -30
       ;;
     breakdown)
       # issue 16: one backward's host time taken apart (autograd node, allocations, each launcher)

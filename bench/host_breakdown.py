@@ -31,7 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from rmsnorm_kernels import launch_plans  # noqa: E402
+os.environ.setdefault("RMSNORM_NATIVE", "0")  # the Python path first; `native_section` turns the node on
+
+from rmsnorm_kernels import launch_plans, native  # noqa: E402
 from rmsnorm_kernels.module import RMSNorm  # noqa: E402
 from rmsnorm_kernels.triton_backward.function import BACKWARD_PLANS  # noqa: E402
 
@@ -78,6 +80,46 @@ class IdentityAlloc(torch.autograd.Function):
         c = torch.empty_like(w)
         del b
         return a, c
+
+
+def native_section(r: dict, t: dict, x, w, dy, m: int, n: int, dev: str) -> None:
+    """The same calls through the native node (`rmsnorm_kernels.native`): first its values against the Python
+    path's (bit for bit where the strategy is deterministic), then its host µs; with grad, the forward that
+    builds the graph too (a training step pays it)."""
+    impls = ("triton-persistent", "triton-workspace", "triton-atomic")
+    mods, refs = {}, {}
+    for impl in impls:  # the Python path's values, before the node is loaded
+        mods[impl] = mod = RMSNorm(n, impl=impl, device=dev, dtype=torch.bfloat16)
+        mod.weight = w
+        ref = mod(x)
+        refs[impl] = (ref, *torch.autograd.grad(ref, (x, w), dy))
+    os.environ["RMSNORM_NATIVE"] = "1"
+    t0 = time.perf_counter()
+    mod_native = native.ensure()
+    r["native"] = {"state": "loaded" if mod_native else native.STATE["error"], "path": native.STATE["path"],
+                   "load_s": round(time.perf_counter() - t0, 1), "values": {}}
+    if mod_native is None:
+        return
+    t["F.rms_norm fwd with grad (builds the graph)"] = host_us(lambda: F.rms_norm(x, (n,), w, 1e-6))
+    for impl in impls:
+        mod = mods[impl]
+        before = mod_native.stats()
+        for _ in range(5):
+            y = mod(x)
+        grads = torch.autograd.grad(y, (x, w), dy)
+        after = mod_native.stats()
+        torch.cuda.synchronize()
+        diffs = [float((a.float() - b.float()).abs().max()) for a, b in zip((y, *grads), refs[impl])]
+        r["native"]["values"][impl] = {"native_nodes": after["nodes"] - before["nodes"],
+                                       "native_backwards": after["backwards"] - before["backwards"],
+                                       "max_abs_diff_vs_python_path (y, dx, dw)": diffs}
+        with torch.no_grad():
+            t[f"native {impl} fwd (module, no grad)"] = host_us(lambda: mod(x))
+        t[f"native {impl} fwd with grad (builds the graph)"] = host_us(lambda: mod(x))
+        yo = mod(x)
+        t[f"native {impl} bwd (autograd.grad)"] = host_us(lambda: torch.autograd.grad(yo, (x, w), dy, retain_graph=True))
+    r["native"]["stats"] = mod_native.stats()
+    print(json.dumps(r["native"], indent=1))
 
 
 def main() -> int:
@@ -150,6 +192,7 @@ def main() -> int:
                 lambda: launch(g0, g1, g2, stream, compiled.function, *meta, *ints, *tail))
         t[f"{impl} allocations of the plan ({len(plan.outputs)})"] = host_us(
             lambda: [torch.empty(s, dtype=d, device=dev) for s, d, _ in plan.outputs])
+    native_section(r, t, x, w, dy, m, n, dev)
     r["host_us"] = t
     r["plan_stats"] = dict(launch_plans.STATS)
     for k, v in t.items():

@@ -100,6 +100,10 @@ def run(args) -> dict:
 
     device = torch.device(args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu"))
     tiny = args.tiny or device.type == "cpu"
+    if device.type == "cuda":
+        from rmsnorm_kernels import native
+
+        native.ensure()  # ours as a training loop gets them: the native node, loaded before the first step
     config = dict(TINY_CONFIG if tiny else GPU_CONFIG)
     for key in ("hidden_size", "intermediate_size", "num_hidden_layers", "batch", "seq"):
         if getattr(args, key) is not None:

@@ -164,7 +164,18 @@ def versions() -> dict[str, Optional[str]]:
         "rmsnorm_dashboard": package_version(),
         "liger_kernel": _dist_version("liger-kernel", "liger_kernel"),
         "quack_kernels": _dist_version("quack-kernels", "quack_kernels"),
+        "native_node": native_node_state(),
     }
+
+
+def native_node_state() -> Optional[str]:
+    """How the eager Triton path ran: "loaded" (the C++ node, `rmsnorm_kernels.native`), the reason it is not,
+    or None where it was never asked for (no Triton case on a GPU in this process)."""
+    from rmsnorm_kernels import native
+
+    if native.STATE["module"] is not None:
+        return "loaded"
+    return native.STATE["error"] or ("off" if not native.enabled() else None)
 
 
 def git_commit() -> Optional[str]:

@@ -39,6 +39,7 @@ from engine import memory
 from engine.admission import refusal, size_sets
 from engine.byte_model import actual_bytes, element_size, min_bytes
 from engine.ceiling import Ceiling, measure_copy
+from rmsnorm_kernels import native
 from engine.models import Case, ResultRow, RunFile, RunHeader, Sweep
 from engine.profile import profile_workload
 from engine.rows import error_row, finite as _finite, short as _short  # noqa: F401  (error_row: public here)
@@ -179,6 +180,8 @@ class DeviceBench:
             return finish("skipped", reason)
         if cpu and impl.uses_triton:
             row["mode"] = "interpreter"
+        elif impl.uses_triton:
+            native.ensure()  # built and loaded before anything is timed, never meanwhile (rmsnorm_kernels.native)
 
         actual = actual_bytes(case.pass_, case.M, case.N, case.dtype, row["launch"])
         if actual is not None:

@@ -32,9 +32,11 @@ GIVE_UP_AFTER = 3
 """Incomplete recordings of one key after which it stays on the full path (never cached)."""
 ENABLED = enabled()
 """Plans are on in this process (off under the interpreter and with ``RMSNORM_FAST_LAUNCH=0``)."""
-CALLS_TO_A_REPLAY = 3
-"""Calls of one key until one is a replay when plans are on: the first may run the autotuner (not recorded),
-the next is recorded, the third replays. The engine's correctness checks make this many calls on a GPU."""
+CALLS_TO_A_REPLAY = 4
+"""Calls of one key until one takes the steady-state path when plans are on: the first may run the autotuner
+(not recorded), the next is recorded, the third replays (and hands its plans to the native node,
+`rmsnorm_kernels.native`), the fourth runs in the native node where it is loaded. The engine's correctness checks
+make this many calls on a GPU."""
 
 
 def calls_to_a_replay(device: torch.device) -> int:
@@ -73,9 +75,10 @@ def clear_scratch() -> None:
 
 
 class Plan:
-    __slots__ = ("returned", "outputs", "launches", "device", "index")
+    __slots__ = ("returned", "outputs", "launches", "device", "index", "n_inputs")
 
     def __init__(self, rec: Recorder, returned: list, device: torch.device, n_inputs: int = 0):
+        self.n_inputs = n_inputs
         self.returned = tuple(returned)
         self.device = device
         self.index = device.index

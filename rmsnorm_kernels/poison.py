@@ -13,16 +13,28 @@ import torch
 from rmsnorm_kernels.launch_record import note_output
 
 _depth = 0
+_listeners: list = []
+
+
+def add_listener(fn) -> None:
+    """``fn(depth)`` is called whenever the poisoning depth changes (the native node keeps its own copy)."""
+    _listeners.append(fn)
+
+
+def _set_depth(depth: int) -> None:
+    global _depth
+    _depth = depth
+    for fn in _listeners:
+        fn(depth)
 
 
 @contextlib.contextmanager
 def poisoned_outputs():
-    global _depth
-    _depth += 1
+    _set_depth(_depth + 1)
     try:
         yield
     finally:
-        _depth -= 1
+        _set_depth(_depth - 1)
 
 
 def poisoning() -> bool:

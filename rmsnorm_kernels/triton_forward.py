@@ -278,11 +278,16 @@ def rmsnorm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *,
     if kernel == "auto" and plan is None and not padded and launch_plans.ENABLED and x.is_contiguous() \
             and not ((x.data_ptr() | weight.data_ptr()) & 15):
         x2d = x if x.dim() == 2 else x.view(-1, x.shape[-1])
-        key = (x2d.shape, x.dtype, weight.shape, weight.stride(), weight.dtype, x.get_device(), eps)
+        key = forward_key(x2d, weight, eps)
         plans = FORWARD_PLANS if need_rstd else FORWARD_PLANS_NO_RSTD
         y2d, rstd = plans.call(key, (x2d, weight), _forward_rows, eps)
         return (y2d if x2d is x else y2d.view(x.shape)), x2d, rstd
     return _forward(x, weight, eps, kernel, plan, padded)
+
+
+def forward_key(x2d: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple:
+    """The launch-plan key of a default-dispatch forward of contiguous rows ``x2d`` with γ ``weight``."""
+    return (x2d.shape, x2d.dtype, weight.shape, weight.stride(), weight.dtype, x2d.get_device(), eps)
 
 
 FORWARD_PLANS = PlanCache()

@@ -10,14 +10,20 @@ from typing import Callable
 
 import torch
 
-from rmsnorm_kernels import launch_plans
+from rmsnorm_kernels import launch_plans, native
+from rmsnorm_kernels.fast_launch import hooks_installed
 from rmsnorm_kernels.launch_plans import PlanCache
-from rmsnorm_kernels.triton_forward import as_rows, rmsnorm_forward
+from rmsnorm_kernels.triton_forward import FORWARD_PLANS, FORWARD_PLANS_NO_RSTD, as_rows, forward_key, rmsnorm_forward
 
 Strategy = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], tuple]
 
 
 BACKWARD_PLANS = PlanCache()
+
+
+def backward_key(strategy: Strategy, x2d: torch.Tensor, dy_dtype: torch.dtype, w: torch.Tensor) -> tuple:
+    """The launch-plan key of one strategy's backward of contiguous rows ``x2d`` (dy contiguous, like x2d)."""
+    return (strategy, x2d.shape, x2d.stride(), x2d.dtype, dy_dtype, w.shape, w.dtype, x2d.get_device())
 
 
 def run_strategy(strategy: Strategy, dy: torch.Tensor, x2d: torch.Tensor, w: torch.Tensor, rstd: torch.Tensor):
@@ -26,8 +32,8 @@ def run_strategy(strategy: Strategy, dy: torch.Tensor, x2d: torch.Tensor, w: tor
     ``plannable`` form leaves the cast to the caller)."""
     if launch_plans.ENABLED and dy.is_contiguous() and not ((dy.data_ptr() | x2d.data_ptr() | w.data_ptr() | rstd.data_ptr()) & 15):
         dy2d = dy if dy.dim() == 2 else dy.view(x2d.shape)
-        key = (strategy, x2d.shape, x2d.stride(), x2d.dtype, dy.dtype, w.shape, w.dtype, x2d.get_device())
-        return BACKWARD_PLANS.call(key, (dy2d, x2d, w, rstd), getattr(strategy, "plannable", strategy))
+        return BACKWARD_PLANS.call(backward_key(strategy, x2d, dy.dtype, w), (dy2d, x2d, w, rstd),
+                                   getattr(strategy, "plannable", strategy))
     return strategy(as_rows(dy), x2d, w, rstd)
 
 
@@ -53,7 +59,32 @@ class TritonRMSNormFunction(torch.autograd.Function):
 
 def eager_rmsnorm(strategy: Strategy, x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6,
                   offset: float = 0.0) -> torch.Tensor:
+    """The eager path: the native node (`rmsnorm_kernels.native`) where this call's plans are registered with it;
+    else the Python path (which records the plans, then offers them to the native node)."""
+    mod = native.STATE["module"]
+    if mod is not None and not hooks_installed():
+        y = mod.rms_norm(x, weight, eps, offset, id(strategy))
+        if y is not None:
+            return y
     if not (torch.is_grad_enabled() and (getattr(x, "requires_grad", False) or getattr(weight, "requires_grad", False))):
         w = weight if offset == 0 else weight.float() + offset
-        return rmsnorm_forward(x, w, eps, need_rstd=False)[0]  # no graph to record: no autograd bookkeeping
-    return TritonRMSNormFunction.apply(x, weight, eps, strategy, offset)
+        y = rmsnorm_forward(x, w, eps, need_rstd=False)[0]  # no graph to record: no autograd bookkeeping
+    else:
+        y = TritonRMSNormFunction.apply(x, weight, eps, strategy, offset)
+    if launch_plans.ENABLED and x.is_cuda:
+        offer_native(strategy, x, weight, eps, offset)
+    return y
+
+
+def offer_native(strategy: Strategy, x: torch.Tensor, weight: torch.Tensor, eps: float, offset: float) -> bool:
+    """Hand the plans recorded for this call's key to the native node (its module is built in the background
+    on the first call; until it is loaded this does nothing)."""
+    mod = native.module()
+    if mod is None or not x.is_contiguous() or x.dim() < 1:
+        return False
+    x2d = x.view(-1, x.shape[-1])
+    w = weight if offset == 0 else weight.float() + offset
+    fkey = forward_key(x2d, w, eps)
+    return native.offer(mod, strategy, x2d, w, eps, FORWARD_PLANS.plans.get(fkey),
+                        FORWARD_PLANS_NO_RSTD.plans.get(fkey), BACKWARD_PLANS.plans.get(backward_key(strategy, x2d, x2d.dtype, w)),
+                        (fkey, strategy))
