@@ -118,6 +118,15 @@ def native_section(r: dict, t: dict, x, w, dy, m: int, n: int, dev: str) -> None
         t[f"native {impl} fwd with grad (builds the graph)"] = host_us(lambda: mod(x))
         yo = mod(x)
         t[f"native {impl} bwd (autograd.grad)"] = host_us(lambda: torch.autograd.grad(yo, (x, w), dy, retain_graph=True))
+    from rmsnorm_kernels.ops import _NATIVE_STRATEGY
+    from rmsnorm_kernels.registry import REGISTRY
+
+    sid = _NATIVE_STRATEGY["persistent"]
+    fn = REGISTRY.get("triton-persistent").fn
+    with torch.no_grad():
+        t["native C++ entry alone, no grad (rms_norm of the module)"] = host_us(lambda: mod_native.rms_norm(x, w, 1e-6, 0.0, sid))
+        t["native registry fn triton-persistent, no grad (what the engine times)"] = host_us(lambda: fn(x, w, 1e-6))
+    t["native C++ entry alone, with grad"] = host_us(lambda: mod_native.rms_norm(x, w, 1e-6, 0.0, sid))
     r["native"]["stats"] = mod_native.stats()
     print(json.dumps(r["native"], indent=1))
 

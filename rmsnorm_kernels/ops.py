@@ -9,9 +9,10 @@ launcher), ``torch.export`` keeps them as ops, and CUDA-graph capture records th
   -> (dx, dweight)``: one op per strategy; dx like x, dweight in weight's dtype.
 
 Every op has a fake (meta) implementation and the forward has its autograd registered. `rms_norm` below is
-the entry point the module and the registry's functions use: in eager mode it calls the same launch path
-through a plain ``autograd.Function`` (the dispatcher and custom-op autograd cost about 3× its host time,
-measured on CPU), under ``torch.compile`` / ``torch.export`` the ops (``RMSNORM_OPS_IN_EAGER=1``: the ops
+the entry point the module and the registry's functions use: in eager mode it asks the native node first
+(`rmsnorm_kernels.native`: the recorded launch plans replayed from C++ inside a C++ autograd node), else the
+same launch path through a plain ``autograd.Function``, which records the plans and hands them to the native
+node (the dispatcher and custom-op autograd cost about 3× its host time, measured on CPU), under ``torch.compile`` / ``torch.export`` the ops (``RMSNORM_OPS_IN_EAGER=1``: the ops
 always). With ``fallback=True`` (the drop-in module), floating inputs the kernels cannot take (fp64, a CPU
 tensor when Triton is not interpreting, N > 65536) get `reference_rms_norm`, a PyTorch computation in fp32 (fp64 for fp64);
 otherwise they raise the validation's clear error. Never a wrong result; a non-unit-stride last dim is
@@ -25,6 +26,8 @@ import os
 import torch
 from torch import Tensor
 
+from rmsnorm_kernels import native
+from rmsnorm_kernels.fast_launch import hooks_installed
 from rmsnorm_kernels.triton_backward.atomic import atomic_backward
 from rmsnorm_kernels.triton_backward.function import eager_rmsnorm, run_strategy
 from rmsnorm_kernels.triton_backward.persistent import persistent_backward
@@ -45,6 +48,10 @@ _OPS_IN_EAGER = os.environ.get("RMSNORM_OPS_IN_EAGER", "0") == "1"
 
 
 _STRATEGY_FNS = {"atomic": atomic_backward, "workspace": workspace_backward, "persistent": persistent_backward}
+
+
+_NATIVE_STRATEGY = {name: id(fn) for name, fn in _STRATEGY_FNS.items()}
+"""The dγ strategy as the native node's registry keys it (`eager_rmsnorm` registers plans under ``id(strategy)``)."""
 
 
 def _strategy_fn(name: str):
@@ -134,8 +141,15 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-6, offset: float = 0.0, 
     ``fallback``: floating inputs the kernels cannot take get `reference_rms_norm` (the drop-in module's
     choice) instead of the validation's clear TypeError / ValueError (the registry's: a benchmark must never
     time a fallback)."""
+    if _OPS_IN_EAGER or torch.compiler.is_compiling():
+        if fallback and x.dtype.is_floating_point and weight.dtype.is_floating_point and not kernels_can_take(x, weight):
+            return reference_rms_norm(x, weight, eps, offset)
+        return rms_norm_op(x, weight, eps, offset, backward)[0]
+    mod = native.STATE["module"]
+    if mod is not None and not hooks_installed():  # the steady state: one call into C++ (rmsnorm_kernels.native)
+        y = mod.rms_norm(x, weight, eps, offset, _NATIVE_STRATEGY.get(backward, 0))
+        if y is not None:
+            return y
     if fallback and x.dtype.is_floating_point and weight.dtype.is_floating_point and not kernels_can_take(x, weight):
         return reference_rms_norm(x, weight, eps, offset)
-    if _OPS_IN_EAGER or torch.compiler.is_compiling():
-        return rms_norm_op(x, weight, eps, offset, backward)[0]
     return eager_rmsnorm(_strategy_fn(backward), x, weight, eps, offset)

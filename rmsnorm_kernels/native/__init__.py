@@ -77,13 +77,23 @@ def compiler() -> str:
     raise RuntimeError("no C++ compiler (c++, g++ or clang++) on the PATH; set CXX")
 
 
+def _node_flags(include: Path) -> list:
+    """-DRMSNORM_INTRUSIVE_NODE where this torch's autograd nodes are intrusive_ptr targets (newer torch), not
+    shared_ptr ones: read from the header that defines ``struct TORCH_API Node``."""
+    for name in ("node.h", "function.h"):
+        header = include / "torch" / "csrc" / "autograd" / name
+        if header.exists() and "struct TORCH_API Node" in (text := header.read_text(errors="replace")):
+            return ["-DRMSNORM_INTRUSIVE_NODE"] if "intrusive_ptr_target" in text.split("struct TORCH_API Node", 1)[1][:200] else []
+    return []
+
+
 def build_command(output: Path, *, cuda: bool, name: str, extra: tuple = ()) -> list:
     """The compiler command line (``cuda``: the CUDA build, which includes c10/cuda and Triton's CUDA headers)."""
     include = Path(torch.__file__).parent / "include"
     cmd = [compiler(), "-O2", "-std=c++17", "-fPIC", "-shared", "-w", str(SOURCE), "-o", str(output),
            f"-I{include}", f"-I{include / 'torch' / 'csrc' / 'api' / 'include'}",
            f"-I{sysconfig.get_paths()['include']}", f"-DTORCH_EXTENSION_NAME={name}",
-           f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}", *extra,
+           f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}", *_node_flags(include), *extra,
            f"-L{_torch_lib()}", f"-Wl,-rpath,{_torch_lib()}", "-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python"]
     if cuda:
         triton_include = _triton_include()

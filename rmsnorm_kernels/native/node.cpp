@@ -9,7 +9,10 @@
 //
 // A launch is either a recorded cubin (only in the CUDA build: -DRMSNORM_NATIVE_CUDA) or, for the tests on a
 // machine without a GPU, a Python stand-in called with the call's tensors.
-#include <torch/csrc/autograd/custom_function.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
+#include <torch/csrc/autograd/grad_mode.h>
+#include <torch/csrc/autograd/saved_variable.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include <atomic>
@@ -29,7 +32,6 @@
 #endif
 
 namespace py = pybind11;
-using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 namespace {
@@ -189,17 +191,22 @@ bool has_cubins(const Plan& plan) {
 
 // One call of a plan: the inputs, then every output the plan allocates (NaN-filled while poisoning, as
 // rmsnorm_kernels.poison would; scratch is fresh on every call, which graph capture needs), then the launches.
-std::vector<at::Tensor> run_plan(const Plan& plan, std::vector<at::Tensor> values, const at::Device& device) {
+// ``shape``: the shape to give the first returned tensor (the caller's x shape: its elements are the plan's rows,
+// contiguous, so the kernels see the same memory; the caller gets no view to unwrap).
+std::vector<at::Tensor> run_plan(const Plan& plan, std::vector<at::Tensor> values, const at::Device& device,
+                                 at::IntArrayRef shape = {}) {
   values.reserve(values.size() + plan.outputs.size());
   const bool poisoned = g_poison.load(std::memory_order_relaxed) > 0;
+  const int first = plan.returned.empty() ? -1 : plan.returned[0];
   for (const Output& o : plan.outputs) {
     auto options = at::TensorOptions().dtype(o.dtype).device(device);
+    at::IntArrayRef sizes = (int(values.size()) == first && !shape.empty()) ? shape : at::IntArrayRef(o.shape);
     if (o.kind == ZEROS)
-      values.push_back(at::zeros(o.shape, options));
+      values.push_back(at::zeros(sizes, options));
     else if (poisoned)
-      values.push_back(at::full(o.shape, NAN, options));
+      values.push_back(at::full(sizes, NAN, options));
     else
-      values.push_back(at::empty(o.shape, options));
+      values.push_back(at::empty(sizes, options));
   }
 #ifdef RMSNORM_NATIVE_CUDA
   CUstream stream = nullptr;
@@ -278,38 +285,39 @@ at::Tensor kernel_weight(const at::Tensor& weight, double offset) {
 }
 
 // ------------------------------------------------------------------------------------------- the node
-struct NativeRMSNorm : public torch::autograd::Function<NativeRMSNorm> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight, int64_t entry,
-                            double offset) {
-    const Entry* e = reinterpret_cast<const Entry*>(entry);
-    const int64_t n = x.size(-1);
-    at::Tensor x2d = x.view({-1, n});
-    at::Tensor w = kernel_weight(weight, offset);
-    auto out = run_plan(*e->forward, {x2d, w}, x.device());
-    ctx->save_for_backward({x2d, w, out[1]});
-    ctx->saved_data["plan"] = reinterpret_cast<int64_t>(e->backward);
-    ctx->saved_data["weight_dtype"] = int64_t(weight.scalar_type());
-    ctx->saved_data["shape"] = x.sizes().vec();
-    g_nodes.fetch_add(1, std::memory_order_relaxed);
-    return out[0].view(x.sizes());
+// A hand-made autograd node (as PyTorch's generated ones are) rather than torch::autograd::Function: no
+// string-keyed saved_data, no views of the outputs to wrap. x and γ are SavedVariables (so an in-place change of
+// either before the backward is an error, as for any node); rstd is this node's own buffer.
+struct NativeBackward : public torch::autograd::Node {
+  torch::autograd::SavedVariable x_, w_;
+  at::Tensor rstd_;
+  const Plan* plan_ = nullptr;
+  at::ScalarType weight_dtype_ = at::kFloat;
+  int64_t n_ = 0;
+
+  std::string name() const override { return "RMSNormNativeBackward"; }
+
+  void release_variables() override {
+    x_.reset_data();
+    w_.reset_data();
+    rstd_.reset();
   }
 
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    auto saved = ctx->get_saved_variables();
-    const at::Tensor& x2d = saved[0];
-    const at::Tensor& w = saved[1];
-    const at::Tensor& rstd = saved[2];
-    const Plan* plan = reinterpret_cast<const Plan*>(ctx->saved_data["plan"].toInt());
-    const auto weight_dtype = static_cast<at::ScalarType>(ctx->saved_data["weight_dtype"].toInt());
-    const auto shape = ctx->saved_data["shape"].toIntVector();
+  variable_list apply(variable_list&& grads) override {
+    TORCH_CHECK(rstd_.defined(), "rmsnorm native node: the backward ran twice without retain_graph=True");
+    at::Tensor x = x_.unpack(getptr());
+    at::Tensor w = w_.unpack(getptr());
     at::Tensor dy = grads[0];
-    if (dy.scalar_type() != x2d.scalar_type()) dy = dy.to(x2d.scalar_type());
-    dy = dy.contiguous().view(x2d.sizes());
+    if (!dy.defined()) return {at::Tensor(), at::Tensor()};
+    at::Tensor x2d = x.dim() == 2 ? x : x.view({-1, n_});
+    if (dy.scalar_type() != x.scalar_type()) dy = dy.to(x.scalar_type());
+    if (!dy.is_contiguous()) dy = dy.contiguous();
+    if (dy.dim() != 2) dy = dy.view({-1, n_});
     if (!aligned(dy)) dy = dy.clone();  // Triton specialized the kernels on 16-byte aligned pointers
-    auto out = run_plan(*plan, {dy, x2d, w, rstd}, x2d.device());
-    at::Tensor dw = out[1].scalar_type() == weight_dtype ? out[1] : out[1].to(weight_dtype);
+    auto out = run_plan(*plan_, {dy, x2d, w, rstd_}, x.device(), x.sizes());
+    at::Tensor dw = out[1].scalar_type() == weight_dtype_ ? out[1] : out[1].to(weight_dtype_);
     g_backwards.fetch_add(1, std::memory_order_relaxed);
-    return {out[0].view(shape), dw, at::Tensor(), at::Tensor()};
+    return {out[0], dw};
   }
 };
 
@@ -327,12 +335,33 @@ py::object rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, d
   if (x.is_cuda() && x.device().index() != c10::cuda::current_device()) return py::none();
 #endif
   g_calls.fetch_add(1, std::memory_order_relaxed);
-  if (!grad) {
-    at::Tensor x2d = x.view({-1, n});
-    auto out = run_plan(*it->second.forward, {x2d, kernel_weight(weight, offset)}, x.device());
-    return py::cast(out[0].view(x.sizes()));
+  const Entry& e = it->second;
+  at::Tensor y, w, rstd;
+  {
+    at::NoGradGuard no_grad;  // the kernels' tensors carry no history; the node below is the output's
+    at::Tensor x2d = x.dim() == 2 ? x : x.view({-1, n});
+    w = kernel_weight(weight, offset);
+    auto out = run_plan(*e.forward, {x2d, w}, x.device(), x.sizes());
+    y = std::move(out[0]);
+    rstd = std::move(out[1]);
   }
-  return py::cast(NativeRMSNorm::apply(x, weight, reinterpret_cast<int64_t>(&it->second), offset));
+  if (grad) {
+#ifdef RMSNORM_INTRUSIVE_NODE  // torch >= 2.12: nodes are intrusive_ptr targets
+    auto node = c10::make_intrusive<NativeBackward>();
+#else
+    auto node = std::shared_ptr<NativeBackward>(new NativeBackward(), torch::autograd::deleteNode);
+#endif
+    node->set_next_edges(torch::autograd::collect_next_edges(x, weight));
+    node->x_ = torch::autograd::SavedVariable(x, false);
+    node->w_ = torch::autograd::SavedVariable(w, false);
+    node->rstd_ = std::move(rstd);
+    node->plan_ = e.backward;
+    node->weight_dtype_ = weight.scalar_type();
+    node->n_ = n;
+    torch::autograd::set_history(y, node);
+    g_nodes.fetch_add(1, std::memory_order_relaxed);
+  }
+  return py::cast(std::move(y));
 }
 
 // A plan from its description (rmsnorm_kernels/native/__init__.py, `describe`): outputs [(shape, dtype, kind)],

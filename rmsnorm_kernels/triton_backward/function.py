@@ -11,7 +11,6 @@ from typing import Callable
 import torch
 
 from rmsnorm_kernels import launch_plans, native
-from rmsnorm_kernels.fast_launch import hooks_installed
 from rmsnorm_kernels.launch_plans import PlanCache
 from rmsnorm_kernels.triton_forward import FORWARD_PLANS, FORWARD_PLANS_NO_RSTD, as_rows, forward_key, rmsnorm_forward
 
@@ -59,13 +58,8 @@ class TritonRMSNormFunction(torch.autograd.Function):
 
 def eager_rmsnorm(strategy: Strategy, x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6,
                   offset: float = 0.0) -> torch.Tensor:
-    """The eager path: the native node (`rmsnorm_kernels.native`) where this call's plans are registered with it;
-    else the Python path (which records the plans, then offers them to the native node)."""
-    mod = native.STATE["module"]
-    if mod is not None and not hooks_installed():
-        y = mod.rms_norm(x, weight, eps, offset, id(strategy))
-        if y is not None:
-            return y
+    """The Python path of an eager call: the launch plans (recorded, then replayed), offered to the native node
+    (`rmsnorm_kernels.native`) once recorded. `rmsnorm_kernels.ops.rms_norm` asks the native node first."""
     if not (torch.is_grad_enabled() and (getattr(x, "requires_grad", False) or getattr(weight, "requires_grad", False))):
         w = weight if offset == 0 else weight.float() + offset
         y = rmsnorm_forward(x, w, eps, need_rstd=False)[0]  # no graph to record: no autograd bookkeeping

@@ -47,7 +47,7 @@ def _forward_launch(values):
     x, w, y, rstd = values[:4]
     xf = x.float()
     r = torch.rsqrt(xf.pow(2).mean(-1) + EPS)
-    y.copy_((xf * r[:, None] * w.float()).to(y.dtype))
+    y.view(x.shape).copy_((xf * r[:, None] * w.float()).to(y.dtype))  # y is shaped like the caller's x
     rstd.copy_(r)
 
 
@@ -56,7 +56,7 @@ def _backward_launch(values):
     dyf, xf, wf = dy.float(), x.float(), w.float()
     xhat = xf * rstd[:, None]
     g = dyf * wf
-    dx.copy_((rstd[:, None] * (g - xhat * (g * xhat).mean(-1, keepdim=True))).to(dx.dtype))
+    dx.view(x.shape).copy_((rstd[:, None] * (g - xhat * (g * xhat).mean(-1, keepdim=True))).to(dx.dtype))
     dw.copy_((dyf * xhat).sum(0))
 
 
