@@ -30,8 +30,12 @@ def by_pass_and_shape(rows: Iterable[ResultRow]) -> dict[tuple[str, str], Shapes
     return groups
 
 
-def best_impl(by_impl: dict[str, ResultRow]) -> Optional[str]:
-    """The fastest ``ok`` implementation of one shape (the ★), or None when none measured."""
+def best_impl(by_impl: dict[str, ResultRow], columns: Optional[Iterable[str]] = None) -> Optional[str]:
+    """The fastest ``ok`` implementation of one shape (the ★), or None when none measured. With ``columns`` (the
+    table's implementations), a shape that lacks a row of any of them (a run cut short before reaching it) has no ★:
+    the fastest of those that ran is not the fastest of the table."""
+    if columns is not None and any(impl not in by_impl for impl in columns):
+        return None
     ok = [r for r in by_impl.values() if r.status == "ok" and r.GBps is not None]
     return max(ok, key=lambda r: r.GBps).impl if ok else None
 
@@ -64,13 +68,14 @@ def summary_tables(header: RunHeader, rows: Iterable[ResultRow], speedup: Option
             table.add_column(impl, justify="right")
             if impl in hosts:
                 table.add_column(f"{impl} µs/host", justify="right", style="dim")
+        present = [i for i in impls if any(i in by for by in shapes.values())]
         for (m, n), by_impl in shapes.items():
-            best = best_impl(by_impl)
+            best = best_impl(by_impl, present)
             ratios = by_shape.get(shape_key(pass_, dtype, m, n), {})
             cells = []
             for impl in impls:
                 r = by_impl.get(impl)
-                cells.append(_cell(r, r is not None and r.impl == best, ratios.get(impl)))
+                cells.append(_cell(r, r is not None and r.impl == best, ratios.get(impl)) if impl in present else "")
                 if impl in hosts:
                     cells.append(host_text(r))
             table.add_row(f"{m}×{n}", *cells)
@@ -103,7 +108,7 @@ def gbps_text(value: float) -> str:
 
 def _cell(row: Optional[ResultRow], best: bool, ratio: Optional[float] = None) -> str:
     if row is None:
-        return ""
+        return "[dim]not reached[/dim]"
     if row.status == "wrong":
         timed = f" [strike]{gbps_text(row.GBps)}[/strike]" if row.GBps else ""
         return f"[bold red]wrong[/bold red]{timed}"
@@ -162,12 +167,12 @@ def markdown_tables(run: RunFile, dtypes: Optional[Iterable[str]] = None) -> str
         out.append("| M×N | " + " | ".join(used) + " |")
         out.append("|---:|" + "---:|" * len(used))
         for (m, n), by_impl in shapes.items():
-            best = best_impl(by_impl)
+            best = best_impl(by_impl, used)
             cells = []
             for impl in used:
                 r = by_impl.get(impl)
                 if r is None:
-                    cells.append("")
+                    cells.append("not reached")
                 elif r.status == "wrong":
                     cells.append(f"wrong ({gbps_text(r.GBps)}, failed the fp64 check)" if r.GBps else "wrong")
                 elif r.status != "ok":

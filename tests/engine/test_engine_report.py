@@ -24,7 +24,8 @@ def make_run(rows):
 
 
 ROWS = [("a", "fwd", 64, 128, "ok", 900.0), ("b", "fwd", 64, 128, "ok", 950.0), ("c", "fwd", 64, 128, "skipped", None),
-        ("a", "fwd", 64, 256, "ok", 800.0), ("b", "fwd", 64, 256, "error", None), ("a", "bwd", 64, 128, "ok", 500.0)]
+        ("a", "fwd", 64, 256, "ok", 800.0), ("b", "fwd", 64, 256, "error", None), ("c", "fwd", 64, 256, "skipped", None),
+        ("a", "bwd", 64, 128, "ok", 500.0)]
 
 
 def render(run):
@@ -39,14 +40,14 @@ def test_table_marks_the_best_per_shape_and_shows_percent():
     fwd_128 = lines[0]
     assert f"{BEST} 950 (95%)" in fwd_128 and f"{BEST} 900" not in fwd_128 and "skip" in fwd_128
     assert f"{BEST} 800 (80%)" in lines[1] and "error" in lines[1]
-    assert "6 cases: 4 ok, 0 wrong, 1 skipped, 1 error" in text
+    assert "7 cases: 4 ok, 0 wrong, 2 skipped, 1 error" in text
     assert len(summary_tables(make_run(ROWS).run, make_run(ROWS).rows)) == 2  # fwd and bwd
 
 
 def test_summary_best_and_counts():
     s = summarize(make_run(ROWS).rows, complete=False)
     assert s["best"]["fwd/bfloat16/64x128"]["impl"] == "b" and s["best"]["fwd/bfloat16/64x256"]["impl"] == "a"
-    assert (s["rows"], s["ok"], s["skipped"], s["error"], s["complete"]) == (6, 4, 1, 1, False)
+    assert (s["rows"], s["ok"], s["skipped"], s["error"], s["complete"]) == (7, 4, 2, 1, False)
 
 
 def test_figure_has_a_trace_per_impl_and_m_per_panel_and_the_ceiling():
@@ -92,3 +93,19 @@ def test_host_column_wrong_cell_and_speedup():
     text = console.export_text()
     assert "a µs/host" in text and "10.0/12.5 !" in text and "1.00×" in text
     assert "★ 50.0" in text and "wrong" in text and "★ 90" not in text
+
+
+def test_a_shape_a_run_never_reached_has_no_star_in_either_table():
+    """A run cut short (a backward that stopped half way): the shapes some implementation never reached get no ★,
+    since the fastest of those that ran is not the fastest of the table; the reached ones keep theirs."""
+    from engine.report import markdown_tables
+
+    rows = [("a", "bwd", 64, 128, "ok", 400.0), ("b", "bwd", 64, 128, "ok", 600.0),
+            ("a", "bwd", 64, 256, "ok", 700.0)]  # b stopped before 64×256
+    run = make_run(rows)
+    md = [line for line in markdown_tables(run).splitlines() if line.startswith("| 64×")]
+    assert md[0] == f"| 64×128 | 400 (40%) | **{BEST} 600 (60%)** |"
+    assert md[1] == "| 64×256 | 700 (70%) | not reached |"
+    text = [line for line in render(run).splitlines() if "64×256" in line][0]
+    assert BEST not in text and "700 (70%)" in text and "not reached" in text
+    assert f"{BEST} 600" in [line for line in render(run).splitlines() if "64×128" in line][0]
