@@ -179,6 +179,7 @@ export class History {
       doc = await getRun(runId);
     } catch (err) {
       this._say(`Could not open ${runId}: ${err.message}`);
+      this._opened("");
       return null;
     }
     if (!overlay) this.shown.clear();
@@ -190,7 +191,16 @@ export class History {
     if (overlay && drawn.points === 0) text = `Overlaid ${name}, but it adds no point to the charts: ${drawn.why}.`;
     this._say(text);
     this.render();
+    this._opened(runId);
     return doc;
+  }
+
+  // Every finished open (or overlay) counts on the table: data-opens and data-last-opened tell a script (the browser
+  // tests) that the open it started is drawn, even when the run was already shown before the click.
+  _opened(runId) {
+    const t = this.els.tbody;
+    t.dataset.opens = String(Number(t.dataset.opens ?? 0) + 1);
+    t.dataset.lastOpened = runId;
   }
 
   async openSelected() {

@@ -5,6 +5,7 @@ import math
 from collections import Counter
 
 from browser_paths import COMMITTED_RESULTS
+from history_helpers import click_and_wait
 
 
 def committed_docs():
@@ -25,7 +26,7 @@ def default_m(rows, dtype):
 
 
 def open_run(page, run_id):
-    page.locator(f'#history-table tbody tr[data-run-id="{run_id}"] button.open').click()
+    click_and_wait(page, run_id)
     page.wait_for_function(
         "(id) => document.querySelector(`#history-table tbody tr[data-run-id='${id}'].shown`)"
         " && +document.querySelector('#chart-fwd').dataset.points + +document.querySelector('#chart-bwd').dataset.points > 0",

@@ -4,6 +4,7 @@ and waiting for the dock's lanes."""
 import json
 
 from browser_paths import COMMITTED_RESULTS
+from history_helpers import click_and_wait
 
 DRAWN = {"triton-atomic", "triton-workspace", "triton-persistent"}
 
@@ -25,7 +26,7 @@ def show_only(page, names):
 def open_run(page, run_id):
     """Open a run from History and wait until the dock uses it: named, and every lane drawn from its times (the lanes
     of the run open before are still there until the launch grids come back)."""
-    page.locator(f'#history-table tbody tr[data-run-id="{run_id}"] button.open').click()
+    click_and_wait(page, run_id)
     page.wait_for_function("(id) => window.dockScene && window.dockScene.runId === id"
                            " && Object.values(window.dockState || {}).every((s) => s.runId === id)", arg=run_id)
 

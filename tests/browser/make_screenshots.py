@@ -16,6 +16,7 @@ import time
 import urllib.request
 
 from browser_paths import COMMITTED_RESULTS, DOC_SHOTS, REPO
+from history_helpers import click_and_wait
 
 CHROMIUM = os.environ.get("RMSNORM_CHROMIUM", "/usr/bin/chromium")
 DRAWN = ["triton-atomic", "triton-persistent", "triton-workspace"]
@@ -75,7 +76,7 @@ def main() -> None:
                 run_id = biggest["run"]["run_id"]
                 for box in page.locator("#dock-impls input").all():
                     box.set_checked(box.get_attribute("value") in DRAWN)
-                page.locator(f'#history-table tbody tr[data-run-id="{run_id}"] button.open').click()
+                click_and_wait(page, run_id)
                 page.wait_for_function(
                     "(names) => Object.keys(window.dockState).sort().join() === names.join()"
                     " && Object.values(window.dockState).every((s) => s.timing === 'measured')", arg=DRAWN)

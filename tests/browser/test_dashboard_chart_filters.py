@@ -10,6 +10,7 @@ import uuid
 import pytest
 from browser_paths import COMMITTED_RESULTS
 from chart_helpers import biggest_committed, default_m
+from history_helpers import click_and_wait
 
 pytestmark = [
     pytest.mark.browser,
@@ -34,7 +35,7 @@ def traces(page, panel):
 
 
 def open_run(page, run_id):
-    page.locator(f'#history-table tbody tr[data-run-id="{run_id}"] button.open').click()
+    click_and_wait(page, run_id)
     page.wait_for_function(
         "(id) => document.querySelector(`#history-table tbody tr[data-run-id='${id}'].shown`)"
         " && +document.querySelector('#chart-fwd').dataset.points > 0",

@@ -7,6 +7,7 @@ import math
 
 import pytest
 from browser_paths import COMMITTED_RESULTS
+from history_helpers import click_and_wait
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
@@ -114,7 +115,7 @@ def test_dock_runs_at_the_committed_gpu_runs_measured_backward_times(make_page, 
     assert {"triton-atomic", "triton-workspace"} <= set(shown), measured
     for box in page.locator("#dock-impls input").all():
         box.set_checked(box.get_attribute("value") in shown)
-    page.locator(f'#history-table tbody tr[data-run-id="{doc["run"]["run_id"]}"] button.open').click()
+    click_and_wait(page, doc["run"]["run_id"])
     page.wait_for_function(
         "([names, id]) => window.dockState && Object.keys(window.dockState).sort().join() === names.join()"
         " && Object.values(window.dockState).every((s) => s.timing === 'measured' && s.runId === id)",

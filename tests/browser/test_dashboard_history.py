@@ -10,6 +10,7 @@ import uuid
 import pytest
 from browser_paths import COMMITTED_RESULTS
 from chart_helpers import default_m
+from history_helpers import click_and_wait
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
@@ -139,7 +140,7 @@ def test_committed_results_are_listed_and_open(make_page, shot):
         graphs = doc["rows"][0].get("timing") == "cuda-graph"
         assert ("CUDA-graph timings" in row.inner_text()) == graphs  # a graph-timed run is never mistaken
     doc = max(docs, key=lambda d: len(d["rows"]))
-    page.locator(f'#history-table tbody tr[data-run-id="{doc["run"]["run_id"]}"] button.open').click()
+    click_and_wait(page, doc["run"]["run_id"])
     # The charts open at the first dtype and its fullest M (test_dashboard_chart_filters covers the filters).
     ok = [r for r in doc["rows"] if r["status"] == "ok"]
     dtype = ok[0]["dtype"]

@@ -12,6 +12,7 @@ import uuid
 import pytest
 from browser_paths import COMMITTED_RESULTS
 from first_look_rule import first_look_run
+from history_helpers import click_and_wait
 
 from engine.summary import summarize
 
@@ -49,7 +50,7 @@ def table_lines(page):
 
 
 def open_run(page, run_id):
-    page.locator(f'#history-table tbody tr[data-run-id="{run_id}"] button.open').click()
+    click_and_wait(page, run_id)
     page.wait_for_function(
         "(id) => document.querySelector('#table-run').value === id"
         " && document.querySelector(`#history-table tbody tr[data-run-id='${id}'].shown`)",

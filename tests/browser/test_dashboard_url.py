@@ -10,6 +10,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from browser_paths import COMMITTED_RESULTS
 from first_look_rule import first_look_run
+from history_helpers import click_and_wait
 
 pytestmark = [
     pytest.mark.browser,
@@ -57,8 +58,8 @@ def test_url_round_trip_restores_runs_view_filters_and_baseline(make_page, serve
     graph, same, _ = committed()
     a, b = same["run"]["run_id"], graph["run"]["run_id"]
     page = make_page()
-    page.locator(f'#history-table tbody tr[data-run-id="{a}"] button.open').click()
-    page.locator(f'#history-table tbody tr[data-run-id="{b}"] button.overlay').click()
+    click_and_wait(page, a)  # the open of a finished before b is laid over it (else a late open of a clears b)
+    click_and_wait(page, b, "overlay")
     page.wait_for_function("(b) => document.querySelector(`#history-table tbody tr[data-run-id='${b}'].shown`)", arg=b)
     ms = sorted({r["M"] for r in same["rows"]})
     page.check('input[name="view"][value="speedup"]')
