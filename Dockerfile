@@ -26,6 +26,12 @@ COPY templates ./templates
 COPY results ./results
 COPY examples ./examples
 
+# A C/C++ compiler: Triton builds its small launcher with `cc`, and the native autograd node (rmsnorm_kernels/native,
+# the low-host-overhead launch path of issue 16) is compiled on first use with `c++` against torch's headers; without
+# one the Python launch path is used. The runtime image may not bring g++ (the distribution's package, unpinned so it takes security updates).
+# hadolint ignore=DL3008
+RUN apt-get update && apt-get install -y --no-install-recommends g++ && rm -rf /var/lib/apt/lists/*
+
 # Editable install: the service finds static/, templates/ and results/ beside its source.
 # torch is not a dependency of the package, so the image's CUDA build of torch stays as it is.
 # The web stack at the versions of constraints.txt (what the suite passed with).
