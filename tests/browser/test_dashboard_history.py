@@ -10,7 +10,8 @@ import uuid
 import pytest
 from browser_paths import COMMITTED_RESULTS
 from chart_helpers import default_m
-from history_helpers import click_and_wait
+from first_look_rule import first_look_run
+from history_helpers import click_and_wait, opens
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
@@ -126,6 +127,32 @@ def test_a_bad_file_is_refused_readably(make_page, guard, tmp_path):
     page.set_input_files("#history-import", str(path))
     page.wait_for_function("() => document.querySelector('#history-status').textContent.startsWith('Could not import')")
     assert "rows" in page.locator("#history-status").inner_text()
+
+
+@pytest.mark.skipif(not COMMITTED_RESULTS, reason="no committed result file under results/ yet")
+def test_reopening_the_shown_run_counts_only_when_drawn(make_page, server):
+    """Open on the run already shown (the first look's): the row is `.shown` before the click's fetch returns, so
+    only the table's open count says that the open finished; a filter set after it is not reset by a late open."""
+    run_id = first_look_run(server.get("/api/runs"))["run_id"]
+    page = make_page()
+    held = []  # the run's fetch, held at the route until the test lets it go
+    page.route(f"**/api/runs/{run_id}", lambda route: held.append(route))
+    before = opens(page)
+    page.locator(f'#history-table tbody tr[data-run-id="{run_id}"] button.open').click()
+    for _ in range(200):
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert held, "the open should fetch the run"
+    assert page.locator(f'#history-table tbody tr[data-run-id="{run_id}"].shown').count() == 1  # shown already
+    assert page.locator("#history-status").inner_text().startswith("Opening")
+    assert opens(page) == before  # held at the route: not counted
+    held[0].continue_()
+    page.wait_for_function("(n) => +document.querySelector('#history-table tbody').dataset.opens > n", arg=before)
+    assert page.evaluate("() => document.querySelector('#history-table tbody').dataset.lastOpened") == run_id
+    page.select_option("#chart-m", "all")
+    page.wait_for_timeout(300)
+    assert page.input_value("#chart-m") == "all"
 
 
 @pytest.mark.skipif(not COMMITTED_RESULTS, reason="no committed result file under results/ yet")
