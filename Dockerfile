@@ -28,7 +28,8 @@ COPY examples ./examples
 
 # A C/C++ compiler: Triton builds its small launcher with `cc`, and the native autograd node (rmsnorm_kernels/native,
 # the low-host-overhead launch path of issue 16) is compiled on first use with `c++` against torch's headers; without
-# one the Python launch path is used. The runtime image may not bring g++ (the distribution's package, unpinned so it takes security updates).
+# one the Python launch path is used. The runtime image may not bring g++ (the distribution's package, unpinned so
+# that it takes security updates).
 # hadolint ignore=DL3008
 RUN apt-get update && apt-get install -y --no-install-recommends g++ && rm -rf /var/lib/apt/lists/*
 

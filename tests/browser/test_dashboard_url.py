@@ -60,7 +60,6 @@ def test_url_round_trip_restores_runs_view_filters_and_baseline(make_page, serve
     page = make_page()
     click_and_wait(page, a)  # the open of a finished before b is laid over it (else a late open of a clears b)
     click_and_wait(page, b, "overlay")
-    page.wait_for_function("(b) => document.querySelector(`#history-table tbody tr[data-run-id='${b}'].shown`)", arg=b)
     ms = sorted({r["M"] for r in same["rows"]})
     page.check('input[name="view"][value="speedup"]')
     page.select_option("#chart-dtype", "bfloat16")
