@@ -78,21 +78,25 @@ for phase in "$@"; do
       sleep 2; echo started
       ;;
     models-start)
-      # issue 15: the models preset, every peer, bf16 then fp16 (two files, so an interrupted run keeps whole dtypes)
+      # issue 15: the models preset, every peer. SWEEP_DTYPES "bf16 fp16" runs one file per dtype (an interrupted
+      # run keeps whole dtypes); "bf16,fp16" one run of both (one header, one ceiling). The CLI rewrites its file
+      # with the rows so far every 30 s, so models-wait can bring a running sweep's rows back.
       rm -f "$KEEP/sweep.done" "$KEEP/sweep.log" "$KEEP"/models-*.json
       impls=${SWEEP_IMPLS:-torch-native,torch-compile,liger,quack,triton,triton-persistent}
-      (setsid bash -c "for dt in ${SWEEP_DTYPES:-bf16 fp16}; do timeout -s INT 1500 python3 -m rmsnorm_dash bench --preset models \
-          --impl $impls --dtype \$dt --reps ${SWEEP_REPS:-40} --out $KEEP/models-\$dt.json --quiet; done \
+      (setsid bash -c "for dt in ${SWEEP_DTYPES:-bf16 fp16}; do timeout -s INT ${SWEEP_S:-1500} python3 -m rmsnorm_dash bench --preset models \
+          --impl $impls --dtype \$dt --reps ${SWEEP_REPS:-40} --out $KEEP/models-\${dt//,/-}.json --quiet; done \
           > $KEEP/sweep.log 2>&1; echo \$? > $KEEP/sweep.done" &)
       sleep 2; echo started
       ;;
     models-wait)
-      # wait up to WAIT_S, then interrupt (the CLI keeps the rows measured so far) and bring back what exists
+      # wait up to WAIT_S, then interrupt (the CLI keeps the rows measured so far) unless KEEP_RUNNING is set, and
+      # bring back what exists (a running sweep's file holds its rows as of its last rewrite)
       for _ in $(seq $(( ${WAIT_S:-500} / 5 ))); do [ -f "$KEEP/sweep.done" ] && break; sleep 5; done
       if [ ! -f "$KEEP/sweep.done" ] && [ -z "${KEEP_RUNNING:-}" ]; then
         pkill -INT -f "rmsnorm_dash bench --preset models"; for _ in $(seq 12); do [ -f "$KEEP/sweep.done" ] && break; sleep 5; done
       fi
       cp "$KEEP"/models-*.json "$OUT/" 2>/dev/null; tail -c 30000 "$KEEP/sweep.log" > "$OUT/sweep.log"
+      for f in "$KEEP"/models-*.json; do [ -f "$f" ] && python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); r = d["rows"]; print(sys.argv[1], len(r), "rows, complete:", d["summary"]["complete"], "last:", r and (r[-1]["impl"], r[-1]["pass"], r[-1]["dtype"], r[-1]["M"], r[-1]["N"]))' "$f"; done
       ls -la "$OUT"; tail -c 4000 "$KEEP/sweep.log"
       ;;
     pow2)

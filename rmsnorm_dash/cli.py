@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -221,6 +222,11 @@ def cmd_bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
         progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                             console=console, transient=False)
+    def run_file() -> RunFile:
+        return RunFile(run=header, rows=rows, summary=summarize(rows, complete=len(rows) == total, baseline=sweep.baseline))
+
+    out = args.out
+    last_checkpoint = time.monotonic()
     try:
         if progress is not None:
             progress.start()
@@ -228,6 +234,8 @@ def cmd_bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         for item in iter_run(sweep, registry=registry, ceiling_bytes=args.ceiling_bytes):
             if header is None:
                 header = item
+                if out is None and not on_cpu:
+                    out = default_result_path(header)
                 if progress is not None:
                     progress.update(task, description="benchmark")
                 console.print(f"copy ceiling: {header.ceiling_GBps or 0:.1f} GB/s ({header.ceiling_method})")
@@ -235,6 +243,10 @@ def cmd_bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             rows.append(item)
             if progress is not None:
                 progress.update(task, advance=1, description=f"{item.impl} {item.pass_} {item.dtype} {item.M}×{item.N}")
+            if out is not None and time.monotonic() - last_checkpoint >= CHECKPOINT_S:
+                # the rows so far, marked incomplete: a run that is killed (not only interrupted) keeps them
+                write_result_file(out, run_file())
+                last_checkpoint = time.monotonic()
     except KeyboardInterrupt:
         console.print("[yellow]interrupted: keeping the rows measured so far[/yellow]")
     finally:
@@ -242,15 +254,11 @@ def cmd_bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             progress.stop()
     if header is None:
         return 130
-    run = RunFile(run=header, rows=rows, summary=summarize(rows, complete=len(rows) == total, baseline=sweep.baseline))
+    run = run_file()
     print_summary(run, _wide_console())
 
-    out = args.out
-    if out is None and not on_cpu:
-        out = default_result_path(header)
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(run.model_dump_json(indent=1) + "\n", encoding="utf-8")
+        write_result_file(out, run)
         console.print(f"wrote {out}")
     else:
         console.print("CPU run: no result file written (pass --out FILE to keep it)")
@@ -259,6 +267,18 @@ def cmd_bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
         console.print(f"wrote {write_plot_html(run, args.plot)}")
     return 0 if run.summary["complete"] else 130
+
+
+CHECKPOINT_S = 30.0
+"""While a sweep with a result file runs, the rows so far are written to it at most this often (seconds)."""
+
+
+def write_result_file(path: Path, run) -> None:
+    """Write a result file whole or not at all (a temporary file beside it, then renamed over it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(run.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def default_result_path(header, results_dir: Path = Path("results")) -> Path:

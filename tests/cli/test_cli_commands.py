@@ -78,6 +78,27 @@ def test_engine_on_cpu_writes_a_valid_result_file_and_plot(tmp_path, capsys):
     assert "Plotly.newPlot" in html.read_text()
 
 
+def test_bench_writes_the_rows_so_far_while_it_runs(tmp_path, monkeypatch):
+    """A sweep that is killed (a lent machine taken back) keeps what it measured: the result file is rewritten,
+    marked incomplete, as rows arrive, and replaced whole each time (no half-written file, no temporary left)."""
+    out = tmp_path / "run.json"
+    writes = []
+    real_write = cli.write_result_file
+
+    def spy(path, run):
+        real_write(path, run)
+        on_disk = RunFile.model_validate_json(path.read_text())
+        writes.append((len(on_disk.rows), on_disk.summary["complete"]))
+
+    monkeypatch.setattr(cli, "CHECKPOINT_S", 0.0)
+    monkeypatch.setattr(cli, "write_result_file", spy)
+    assert cli.main(["bench", "--impl", "eager,cli-test-torch", "--plugin", PLUGIN, "--pass", "fwd", "--dtype", "fp32",
+                     "--m", "8", "--n", "32,64", "--reps", "2", "--warmup", "0", "--device", "cpu", "--out", str(out),
+                     "--quiet"]) == 0
+    assert writes[:-1] == [(k, k == 4) for k in range(1, 5)] and writes[-1] == (4, True)
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
+
+
 def test_cpu_run_without_shapes_uses_small_defaults_and_says_so(tmp_path, capsys):
     out = tmp_path / "r.json"
     assert cli.main(["bench", "--impl", "cli-test-torch", "--plugin", PLUGIN, "--pass", "fwd", "--reps", "2",
