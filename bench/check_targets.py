@@ -1,6 +1,7 @@
 """Issue 7's targets, checked against a committed result file (prints one line per shape and target).
 
     python bench/check_targets.py results/nvidia-h200-2026-12-02.json   (v4; v3: results/archive/)
+    python bench/check_targets.py --models results/FILE.json            (issue 15's targets, a summary per dtype)
 
 Targets (bf16 and fp16): forward `triton` ≥ 95 % of the copy ceiling where M·N ≥ 32M and 1024 ≤ N ≤ 16384, and never
 below the best peer; backward `triton-persistent` ≥ 85 % there and ≥ the best peer everywhere, ≥ 2× `triton-atomic` at
@@ -48,5 +49,52 @@ def main(path: str) -> int:
     return 0
 
 
+def models(path: str) -> int:
+    """Issue 15's targets, one summary per dtype: forward `triton` ≥ 95 % of the ceiling where M·N ≥ 32M and ≥ 1.00×
+    the best peer everywhere; backward `triton-persistent` ≥ 85 % where M·N ≥ 32M (90 % where ≥ 128M) and ≥ 1.10× the
+    best peer everywhere. A shape some implementation did not reach (a run cut short) is listed as such."""
+    doc = json.load(open(path, encoding="utf-8"))
+    gbps, seen = defaultdict(dict), defaultdict(set)
+    for r in doc["rows"]:
+        seen[(r["pass"], r["dtype"], r["M"], r["N"])].add(r["impl"])
+        if r["status"] == "ok":
+            gbps[(r["pass"], r["dtype"], r["M"], r["N"])][r["impl"]] = (r["GBps"], r["pct_of_ceiling"])
+    impls = doc["run"]["sweep"]["implementations"]
+    print(f"{path}: ceiling {doc['run'].get('ceiling_GBps') or 0:.0f} GB/s, {doc['run']['device']['name']}")
+    for dtype in sorted({k[1] for k in seen}):
+        lines = defaultdict(list)
+        for pass_ in ("fwd", "bwd"):
+            ours = "triton" if pass_ == "fwd" else "triton-persistent"
+            for (p, d, m, n) in sorted(k for k in seen if k[0] == pass_ and k[1] == dtype):
+                missing = [i for i in impls if i not in seen[(p, d, m, n)]
+                           and (pass_ == "bwd" or i != "triton-persistent") and (pass_ == "fwd" or i != "triton")]
+                if missing or ours not in gbps[(p, d, m, n)]:
+                    lines[f"{pass_} not reached"].append(f"{m}×{n}")
+                    continue
+                by = gbps[(p, d, m, n)]
+                g, pct = by[ours]
+                floor = (95 if pass_ == "fwd" else (90 if m * n >= 128 * 2**20 else 85)) if m * n >= 32 * 2**20 else None
+                if floor is not None and pct < floor:
+                    lines[f"{pass_} <% of ceiling"].append(f"{m}×{n} {pct:.1f}% (<{floor})")
+                peers = {k: v[0] for k, v in by.items() if k in PEERS}
+                if peers:
+                    best = max(peers, key=peers.get)
+                    ratio, need = g / peers[best], (1.00 if pass_ == "fwd" else 1.10)
+                    lines[f"{pass_} <{need:.2f}x best peer"].append(f"{m}×{n} {ratio:.3f} vs {best}")
+                    if ratio >= need:
+                        lines[f"{pass_} <{need:.2f}x best peer"].pop()
+                    lines[f"{pass_} ratio to best peer"].append(ratio)
+        print(f"## {dtype}")
+        for key in ("fwd not reached", "fwd <% of ceiling", "fwd <1.00x best peer", "bwd not reached",
+                    "bwd <% of ceiling", "bwd <1.10x best peer"):
+            print(f"{key}: {len(lines[key])} {'; '.join(lines[key])}")
+        for pass_ in ("fwd", "bwd"):
+            r = lines[f"{pass_} ratio to best peer"]
+            if r:
+                print(f"{pass_} ratio to best peer: min {min(r):.3f}, median {sorted(r)[len(r) // 2]:.3f}, max {max(r):.3f} "
+                      f"over {len(r)} shapes")
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(models(sys.argv[2]) if sys.argv[1] == "--models" else main(sys.argv[1]))
