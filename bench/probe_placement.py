@@ -1,0 +1,89 @@
+"""Device probe (issue 15): is the bimodal timing at M = 65536 a property of the input buffer or of the kernel?
+
+Rows of the M = 65536 forwards in the committed runs have q1 near 97 % of the ceiling and a median near 88 %
+(results/nvidia-h200-2026-12-04-models-allpeers-fp16-partial.json): with two rotating input sets, half the calls
+are fast and half slow. This probe allocates ``--buffers`` inputs of one shape and times every implementation on
+each buffer on its own (median of ``--reps`` calls on that buffer, the GPU kept busy between calls as the engine
+does), then a plain device copy of each buffer. If one buffer is slow for every implementation, the cause is where
+the buffer lies in memory, not the kernel; if one implementation is slow on every buffer, it is the kernel.
+
+    python3 bench/probe_placement.py [--m 65536] [--n 2048,4096] [--dtype bfloat16] [--impl triton,torch-native,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+from rmsnorm_kernels.registry import default_registry  # noqa: E402
+
+
+def time_calls(fn, reps: int) -> float:
+    """Median µs of ``reps`` calls of ``fn``, each timed with events after a short spin (as the engine times)."""
+    fn()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(reps):
+        torch.cuda._sleep(200_000)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) * 1e3)
+    return statistics.median(samples)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--m", type=int, default=65536)
+    p.add_argument("--n", default="2048,4096")
+    p.add_argument("--dtype", default="bfloat16")
+    p.add_argument("--impl", default="triton,torch-native,torch-compile,liger")
+    p.add_argument("--buffers", type=int, default=6)
+    p.add_argument("--reps", type=int, default=15)
+    p.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or "bench/logs"))
+    args = p.parse_args()
+    registry = default_registry()
+    dtype = getattr(torch, args.dtype)
+    impls = [name for name in args.impl.split(",") if name in registry and registry.get(name).unavailable_reason() is None]
+    report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "M": args.m, "dtype": args.dtype,
+              "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "reps": args.reps, "shapes": {}}
+    for n in (int(v) for v in args.n.split(",")):
+        gen = torch.Generator(device="cuda").manual_seed(n)
+        xs = [torch.randn(args.m, n, dtype=dtype, device="cuda", generator=gen) for _ in range(args.buffers)]
+        w = (1 + 0.1 * torch.randn(n, device="cuda", generator=gen)).to(dtype)
+        moved = 2 * args.m * n * xs[0].element_size()
+        table = {}
+        with torch.no_grad():
+            for name in impls:
+                fn = registry.get(name).fn
+                table[name] = [time_calls(lambda x=x: fn(x, w, 1e-6), args.reps) for x in xs]
+            ys = [torch.empty_like(x) for x in xs]
+            table["copy"] = [time_calls(lambda x=x, y=ys[k]: y.copy_(x), args.reps) for k, x in enumerate(xs)]
+        addresses = [hex(x.data_ptr()) for x in xs]
+        report["shapes"][str(n)] = {"us": table, "GBps": {k: [moved / (u * 1e-6) / 1e9 for u in v] for k, v in table.items()},
+                                    "addresses": addresses}
+        print(f"M={args.m} N={n} {args.dtype}: GB/s per buffer ({', '.join(addresses)})")
+        for name, us in table.items():
+            print(f"  {name:14} " + " ".join(f"{moved / (u * 1e-6) / 1e9:6.0f}" for u in us))
+        del xs, ys
+        torch.cuda.empty_cache()
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"probe-placement-{time.strftime('%Y-%m-%d')}.json"
+    path.write_text(json.dumps(report, indent=1) + "\n")
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
