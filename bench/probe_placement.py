@@ -46,9 +46,9 @@ def time_calls(fn, reps: int) -> float:
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--m", type=int, default=65536)
-    p.add_argument("--n", default="2048,4096")
+    p.add_argument("--n", default="2048,8192")
     p.add_argument("--dtype", default="bfloat16")
-    p.add_argument("--impl", default="triton,torch-native,torch-compile,liger")
+    p.add_argument("--impl", default="triton,torch-native,liger")
     p.add_argument("--buffers", type=int, default=6)
     p.add_argument("--reps", type=int, default=15)
     p.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or "bench/logs"))
