@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
+from engine.timing import ForwardWorkload, measure  # noqa: E402
 from rmsnorm_kernels.registry import default_registry  # noqa: E402
 
 
@@ -68,14 +69,21 @@ def main() -> int:
             for name in impls:
                 fn = registry.get(name).fn
                 table[name] = [time_calls(lambda x=x: fn(x, w, 1e-6), args.reps) for x in xs]
+            # the engine's own timing over the first two buffers (its two rotating sets at this size): q1 vs median
+            engine = {}
+            for name in impls:
+                st = measure(ForwardWorkload(registry.get(name).fn, xs[:2], w, 1e-6), 20, 5, torch.device("cuda"))
+                engine[name] = {"q1_us": st.q1_us, "median_us": st.median_us, "q3_us": st.q3_us}
             ys = [torch.empty_like(x) for x in xs]
             table["copy"] = [time_calls(lambda x=x, y=ys[k]: y.copy_(x), args.reps) for k, x in enumerate(xs)]
         addresses = [hex(x.data_ptr()) for x in xs]
         report["shapes"][str(n)] = {"us": table, "GBps": {k: [moved / (u * 1e-6) / 1e9 for u in v] for k, v in table.items()},
-                                    "addresses": addresses}
+                                    "addresses": addresses, "engine_two_sets": engine}
         print(f"M={args.m} N={n} {args.dtype}: GB/s per buffer ({', '.join(addresses)})")
         for name, us in table.items():
             print(f"  {name:14} " + " ".join(f"{moved / (u * 1e-6) / 1e9:6.0f}" for u in us))
+        for name, st in engine.items():
+            print(f"  engine {name:14} q1 {st['q1_us']:.1f} median {st['median_us']:.1f} q3 {st['q3_us']:.1f} µs")
         del xs, ys
         torch.cuda.empty_cache()
     args.out.mkdir(parents=True, exist_ok=True)
