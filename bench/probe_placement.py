@@ -44,6 +44,24 @@ def time_calls(fn, reps: int) -> float:
     return statistics.median(samples)
 
 
+def sequence(fn, xs: list, calls: int) -> list:
+    """µs of each of ``calls`` calls alternating over ``xs`` as the engine's rotating sets do (the output kept
+    until the next call returns, so two output blocks alternate too): is a slow call tied to one set, or to time?"""
+    out = fn(xs[0])
+    torch.cuda.synchronize()
+    samples = []
+    for i in range(calls):
+        torch.cuda._sleep(200_000)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        out = fn(xs[i % len(xs)])
+        end.record()
+        end.synchronize()
+        samples.append(round(start.elapsed_time(end) * 1e3, 1))
+    del out
+    return samples
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--m", type=int, default=65536)
@@ -74,14 +92,19 @@ def main() -> int:
             for name in impls:
                 st = measure(ForwardWorkload(registry.get(name).fn, xs[:2], w, 1e-6), 20, 5, torch.device("cuda"))
                 engine[name] = {"q1_us": st.q1_us, "median_us": st.median_us, "q3_us": st.q3_us}
+            sequences = {name: sequence(lambda x, fn=registry.get(name).fn: fn(x, w, 1e-6), xs[:2], 40) for name in impls}
             ys = [torch.empty_like(x) for x in xs]
             table["copy"] = [time_calls(lambda x=x, y=ys[k]: y.copy_(x), args.reps) for k, x in enumerate(xs)]
         addresses = [hex(x.data_ptr()) for x in xs]
         report["shapes"][str(n)] = {"us": table, "GBps": {k: [moved / (u * 1e-6) / 1e9 for u in v] for k, v in table.items()},
-                                    "addresses": addresses, "engine_two_sets": engine}
+                                    "addresses": addresses, "engine_two_sets": engine,
+                                    "alternating_calls_us": sequences}
         print(f"M={args.m} N={n} {args.dtype}: GB/s per buffer ({', '.join(addresses)})")
         for name, us in table.items():
             print(f"  {name:14} " + " ".join(f"{moved / (u * 1e-6) / 1e9:6.0f}" for u in us))
+        for name, seq in sequences.items():
+            fast = min(seq)
+            print(f"  sequence {name:12} " + "".join("S" if v > 1.05 * fast else "f" for v in seq) + f"  (f ≤ {1.05 * fast:.0f} µs)")
         for name, st in engine.items():
             print(f"  engine {name:14} q1 {st['q1_us']:.1f} median {st['median_us']:.1f} q3 {st['q3_us']:.1f} µs")
         del xs, ys
