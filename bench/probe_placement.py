@@ -26,6 +26,13 @@ import torch  # noqa: E402
 
 from engine.timing import ForwardWorkload, measure  # noqa: E402
 from rmsnorm_kernels.registry import default_registry  # noqa: E402
+from rmsnorm_kernels.triton_forward import _forward  # noqa: E402
+
+
+def triton_direct(x, w, eps):
+    """Our forward without launch plans or the native node: the same compiled kernel, launched from Python with
+    a fresh rstd each call (is a slow mode the kernel's, or the replay path's?)."""
+    return _forward(x, w, eps, "auto", None, False)[0]
 
 
 def time_calls(fn, reps: int) -> float:
@@ -75,6 +82,9 @@ def main() -> int:
     registry = default_registry()
     dtype = getattr(torch, args.dtype)
     impls = [name for name in args.impl.split(",") if name in registry and registry.get(name).unavailable_reason() is None]
+    fns = {name: registry.get(name).fn for name in impls}
+    if "triton" in fns:
+        fns["triton-direct"] = triton_direct
     report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "M": args.m, "dtype": args.dtype,
               "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "reps": args.reps, "shapes": {}}
     for n in (int(v) for v in args.n.split(",")):
@@ -84,15 +94,14 @@ def main() -> int:
         moved = 2 * args.m * n * xs[0].element_size()
         table = {}
         with torch.no_grad():
-            for name in impls:
-                fn = registry.get(name).fn
+            for name, fn in fns.items():
                 table[name] = [time_calls(lambda x=x: fn(x, w, 1e-6), args.reps) for x in xs]
             # the engine's own timing over the first two buffers (its two rotating sets at this size): q1 vs median
             engine = {}
-            for name in impls:
-                st = measure(ForwardWorkload(registry.get(name).fn, xs[:2], w, 1e-6), 20, 5, torch.device("cuda"))
+            for name, fn in fns.items():
+                st = measure(ForwardWorkload(fn, xs[:2], w, 1e-6), 20, 5, torch.device("cuda"))
                 engine[name] = {"q1_us": st.q1_us, "median_us": st.median_us, "q3_us": st.q3_us}
-            sequences = {name: sequence(lambda x, fn=registry.get(name).fn: fn(x, w, 1e-6), xs[:2], 40) for name in impls}
+            sequences = {name: sequence(lambda x, fn=fn: fn(x, w, 1e-6), xs[:2], 40) for name, fn in fns.items()}
             ys = [torch.empty_like(x) for x in xs]
             table["copy"] = [time_calls(lambda x=x, y=ys[k]: y.copy_(x), args.reps) for k, x in enumerate(xs)]
         addresses = [hex(x.data_ptr()) for x in xs]
