@@ -56,6 +56,7 @@ def sequence(fn, xs: list, calls: int) -> list:
     until the next call returns, so two output blocks alternate too): is a slow call tied to one set, or to time?"""
     out = fn(xs[0])
     torch.cuda.synchronize()
+    before = device_allocs()
     samples = []
     for i in range(calls):
         torch.cuda._sleep(200_000)
@@ -66,7 +67,15 @@ def sequence(fn, xs: list, calls: int) -> list:
         end.synchronize()
         samples.append(round(start.elapsed_time(end) * 1e3, 1))
     del out
-    return samples
+    after = device_allocs()
+    return {"us": samples, "device_mallocs": after[0] - before[0], "device_frees": after[1] - before[1]}
+
+
+def device_allocs() -> tuple:
+    """cudaMalloc and cudaFree calls the caching allocator has made so far (a timed call that makes one waits
+    for it, and for the page mapping of its size, inside the events)."""
+    stats = torch.cuda.memory_stats()
+    return stats.get("num_device_alloc", -1), stats.get("num_device_free", -1)
 
 
 def main() -> int:
@@ -77,16 +86,37 @@ def main() -> int:
     p.add_argument("--impl", default="triton,torch-native,liger")
     p.add_argument("--buffers", type=int, default=6)
     p.add_argument("--reps", type=int, default=15)
+    p.add_argument("--history", action="store_true", help="probe again after engine cases at 4096 and 16384 rows")
     p.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or "bench/logs"))
     args = p.parse_args()
     registry = default_registry()
-    dtype = getattr(torch, args.dtype)
     impls = [name for name in args.impl.split(",") if name in registry and registry.get(name).unavailable_reason() is None]
     fns = {name: registry.get(name).fn for name in impls}
     if "triton" in fns:
         fns["triton-direct"] = triton_direct
     report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "M": args.m, "dtype": args.dtype,
               "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "reps": args.reps, "shapes": {}}
+    report["shapes"] = probe(args, fns)
+    if args.history:
+        # what a long run does before it reaches M = 65536: the engine's cases at 4096 and 16384 rows, both passes
+        from engine.runner import run_sweep
+
+        t0 = time.perf_counter()
+        run = run_sweep({"implementations": ["torch-native", "liger", "triton", "triton-persistent"], "passes": ["fwd", "bwd"],
+                         "dtypes": [args.dtype], "M": [4096, 16384], "N": [2048, 4096, 5120, 8192], "repetitions": 5,
+                         "warmup": 2})
+        print(f"history: {len(run.rows)} engine cases at M 4096 and 16384 in {time.perf_counter() - t0:.0f} s")
+        report["after_history"] = probe(args, fns)
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"probe-placement-{time.strftime('%Y-%m-%d')}.json"
+    path.write_text(json.dumps(report, indent=1) + "\n")
+    print(f"wrote {path}")
+    return 0
+
+
+def probe(args, fns: dict) -> dict:
+    dtype = getattr(torch, args.dtype)
+    shapes = {}
     for n in (int(v) for v in args.n.split(",")):
         gen = torch.Generator(device="cuda").manual_seed(n)
         xs = [torch.randn(args.m, n, dtype=dtype, device="cuda", generator=gen) for _ in range(args.buffers)]
@@ -105,24 +135,21 @@ def main() -> int:
             ys = [torch.empty_like(x) for x in xs]
             table["copy"] = [time_calls(lambda x=x, y=ys[k]: y.copy_(x), args.reps) for k, x in enumerate(xs)]
         addresses = [hex(x.data_ptr()) for x in xs]
-        report["shapes"][str(n)] = {"us": table, "GBps": {k: [moved / (u * 1e-6) / 1e9 for u in v] for k, v in table.items()},
+        shapes[str(n)] = {"us": table, "GBps": {k: [moved / (u * 1e-6) / 1e9 for u in v] for k, v in table.items()},
                                     "addresses": addresses, "engine_two_sets": engine,
                                     "alternating_calls_us": sequences}
         print(f"M={args.m} N={n} {args.dtype}: GB/s per buffer ({', '.join(addresses)})")
         for name, us in table.items():
             print(f"  {name:14} " + " ".join(f"{moved / (u * 1e-6) / 1e9:6.0f}" for u in us))
         for name, seq in sequences.items():
-            fast = min(seq)
-            print(f"  sequence {name:12} " + "".join("S" if v > 1.05 * fast else "f" for v in seq) + f"  (f ≤ {1.05 * fast:.0f} µs)")
+            fast = min(seq["us"])
+            print(f"  sequence {name:12} " + "".join("S" if v > 1.05 * fast else "f" for v in seq["us"])
+                  + f"  (f ≤ {1.05 * fast:.0f} µs; cudaMalloc {seq['device_mallocs']}, cudaFree {seq['device_frees']})")
         for name, st in engine.items():
             print(f"  engine {name:14} q1 {st['q1_us']:.1f} median {st['median_us']:.1f} q3 {st['q3_us']:.1f} µs")
         del xs, ys
         torch.cuda.empty_cache()
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"probe-placement-{time.strftime('%Y-%m-%d')}.json"
-    path.write_text(json.dumps(report, indent=1) + "\n")
-    print(f"wrote {path}")
-    return 0
+    return shapes
 
 
 if __name__ == "__main__":
