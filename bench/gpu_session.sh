@@ -157,7 +157,7 @@ for phase in "$@"; do
       ;;
     placement)
       # issue 15: the bimodal M = 65536 timings: each implementation timed on each of several input buffers
-      timeout ${PLACEMENT_S:-200} python3 bench/probe_placement.py --history --out "$OUT" 2>&1 | tail -20
+      timeout ${PLACEMENT_S:-200} python3 bench/probe_placement.py --history --out "$OUT" 2>&1 | tail -70
       ;;
     dropin)
       # issue 16: host µs vs F.rms_norm at a few shapes, torch.compile fullgraph, torch.export, CUDA graphs
