@@ -297,6 +297,9 @@ class ResultRow(AliasModel):
     mode: Mode
     device: RowDevice
     launch: Optional[dict[str, Any]] = None
+    device_mallocs: Optional[int] = Field(
+        default=None, ge=0, description="cudaMalloc calls made during the timed repetitions (CUDA events timing): "
+        "nonzero means some timed calls waited for an allocation; null: not counted (CPU, CUDA graphs, older files)")
     started_at: float = Field(ge=0)
     ended_at: float = Field(ge=0)
     verified: Optional[bool] = Field(

@@ -50,6 +50,10 @@ class Stats:
     host_us: Optional[float] = None
     """median host (CPU) time of one timed call on CUDA, the GPU busy meanwhile: the launch overhead, reported
     separately"""
+    device_mallocs: Optional[int] = None
+    """cudaMalloc calls PyTorch's caching allocator made during the timed repetitions (CUDA only). A timed call
+    that makes one waits for it, and for the page mapping of its size, between its events: nonzero marks a
+    median that may hold allocation time, not only the kernels'."""
 
 
 def _quantile(sorted_values: Sequence[float], q: float) -> float:
@@ -62,7 +66,14 @@ def _quantile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
-def stats_from_seconds(samples: Sequence[float], host_us: Optional[float] = None) -> Stats:
+def device_mallocs(device: torch.device) -> Optional[int]:
+    """cudaMalloc calls of the caching allocator on ``device`` so far (None where PyTorch does not count them)."""
+    value = torch.cuda.memory_stats(device).get("num_device_alloc")
+    return int(value) if value is not None else None
+
+
+def stats_from_seconds(samples: Sequence[float], host_us: Optional[float] = None,
+                       mallocs: Optional[int] = None) -> Stats:
     if not samples:
         raise ValueError("no timing samples")
     values = sorted(float(s) * 1e6 for s in samples)
@@ -76,6 +87,7 @@ def stats_from_seconds(samples: Sequence[float], host_us: Optional[float] = None
         q3_us=_quantile(values, 0.75),
         repetitions=len(values),
         host_us=host_us,
+        device_mallocs=mallocs,
     )
 
 
@@ -248,6 +260,7 @@ def measure(
             starts = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
             ends = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
             hosts = []
+            mallocs_before = device_mallocs(device)
             for r in range(repetitions):
                 i = start_index + r
                 workload.before(i)
@@ -260,8 +273,10 @@ def measure(
                 hosts.append(time.perf_counter() - t0)
                 ends[r].record()
             torch.cuda.synchronize(device)
+            mallocs_after = device_mallocs(device)
             samples = [s.elapsed_time(e) * 1e-3 for s, e in zip(starts, ends)]
-            return stats_from_seconds(samples, host_us=statistics.median(hosts) * 1e6)
+            mallocs = None if mallocs_before is None or mallocs_after is None else mallocs_after - mallocs_before
+            return stats_from_seconds(samples, host_us=statistics.median(hosts) * 1e6, mallocs=mallocs)
         else:
             samples = []
             for r in range(repetitions):

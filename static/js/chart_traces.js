@@ -85,6 +85,9 @@ function note(r, isBest) {
     out.push(cpuBound(r) ? `host ${num(r.host_us, 1)} µs > GPU ${num(r.median_us, 1)} µs: <b>CPU-bound here</b>`
       : `host ${num(r.host_us, 1)} µs`);
   }
+  if (Number.isFinite(r.device_mallocs) && r.device_mallocs > 0) {
+    out.push(`${r.device_mallocs} cudaMalloc in the timed calls: the median may hold allocation time`);
+  }
   if (r.verified === false && r.status !== "wrong") out.push("failed verification");
   else if (r.verified == null && r.status === "ok") out.push("not verified");
   if (isBest) out.push("★ best at this shape");

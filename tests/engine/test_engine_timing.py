@@ -122,6 +122,8 @@ def test_cuda_host_us_is_the_median_of_the_timed_calls(monkeypatch):
     monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
     monkeypatch.setattr(torch.cuda, "_sleep", spins.append)
+    mallocs = {"num_device_alloc": 40}
+    monkeypatch.setattr(torch.cuda, "memory_stats", lambda device=None: dict(mallocs))
 
     class Workload:
         sets = 1
@@ -134,6 +136,8 @@ def test_cuda_host_us_is_the_median_of_the_timed_calls(monkeypatch):
 
         def call(self, i):
             time.sleep(next(waits))
+            if i in (5, 10, 14):  # one untimed estimate call (3…7) and two timed ones (8…22) grow the allocator's pool
+                mallocs["num_device_alloc"] += 1
 
         def check(self):
             pass
@@ -141,3 +145,4 @@ def test_cuda_host_us_is_the_median_of_the_timed_calls(monkeypatch):
     stats = measure(Workload(), repetitions=15, warmup=3, device=torch.device("cuda"))
     assert stats.repetitions == 15 and len(spins) == 15
     assert 5e3 < stats.host_us < 9.5e3  # the timed calls' median (6 ms; a sleep never ends early), not the estimate's (0)
+    assert stats.device_mallocs == 2  # only the timed calls' cudaMallocs count
