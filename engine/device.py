@@ -196,7 +196,11 @@ def git_commit() -> Optional[str]:
 
 
 def git_dirty() -> Optional[bool]:
-    """Whether the checkout has uncommitted changes to tracked files (None outside a git checkout)."""
+    """Whether the checkout has uncommitted changes to tracked files (None outside a git checkout, and where
+    ``GIT_COMMIT`` names the files' commit: the tree's own .git is then another commit's, so a diff against it
+    says nothing about the files)."""
+    if os.environ.get("GIT_COMMIT"):
+        return None
     try:
         out = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=no"], cwd=PACKAGE_ROOT, capture_output=True,

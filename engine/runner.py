@@ -268,7 +268,12 @@ class DeviceBench:
 
     # -- the run header -----------------------------------------------------------------------------
     def header(self, sweep: Sweep, run_id: str, implementations: list[str]) -> RunHeader:
-        """This device's header of a run of ``sweep`` (engine.device.run_header), the ceiling measured first."""
+        """This device's header of a run of ``sweep`` (engine.device.run_header), the ceiling measured first. On a
+        GPU, a sweep with a Triton implementation loads the native node first, so the header's ``native_node``
+        says how the run's Triton calls go (it was null in every header before a case had loaded it)."""
+        if self.device.type == "cuda" and any(
+                name in self.registry and self.registry.get(name).uses_triton for name in implementations):
+            native.ensure()
         ceiling = self.ceiling()
         request = {**sweep.model_dump(), "implementations": implementations}
         return devices.run_header(self.info, run_id, request, ceiling, self.ceiling_method)

@@ -121,6 +121,7 @@ def test_git_commit_prefers_the_environment(monkeypatch):
 
     monkeypatch.setenv("GIT_COMMIT", "f" * 40)
     assert device.git_commit() == "f" * 40
+    assert device.git_dirty() is None  # the tree's own .git is another commit's: no verdict on the files
     monkeypatch.delenv("GIT_COMMIT")
     import shutil
     import subprocess

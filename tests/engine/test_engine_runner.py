@@ -195,3 +195,22 @@ def test_engine_imports_no_web_stack():
     proc = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_header_loads_the_native_node_first_where_a_gpu_sweep_has_a_triton_implementation(bench, monkeypatch):
+    """The header's native_node says how the run's Triton calls go: on a GPU the node is loaded before the header is
+    written (and before the ceiling is measured), never for a CPU run or a sweep without Triton."""
+    calls = []
+    monkeypatch.setattr(engine_mod.native, "ensure", lambda: calls.append("ensure"))
+    monkeypatch.setattr(bench, "ceiling", lambda: calls.append("ceiling"))
+    monkeypatch.setattr(engine_mod.devices, "run_header", lambda *a, **k: "header")
+    sweep = Sweep(M=[8], N=[16])
+    assert bench.header(sweep, "r", ["triton-pretend"]) == "header"  # CPU
+    assert calls and "ensure" not in calls
+    bench.device = torch.device("cuda")
+    calls.clear()
+    bench.header(sweep, "r", ["test-torch"])
+    assert calls and "ensure" not in calls
+    calls.clear()
+    bench.header(sweep, "r", ["test-torch", "triton-pretend"])
+    assert calls[0] == "ensure" and calls.count("ensure") == 1 and "ceiling" in calls
