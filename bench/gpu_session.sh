@@ -77,6 +77,17 @@ for phase in "$@"; do
           --out $KEEP/results.json --quiet > $KEEP/sweep.log 2>&1; echo \$? > $KEEP/sweep.done" &)
       sleep 2; echo started
       ;;
+    smi-start)
+      # the GPU's clocks, power and throttle reasons every 500 ms in the background (a slow-mode row is then matched
+      # to the card's state at its started_at / ended_at); smi-stop, models-wait and sweep-wait bring the log back
+      pkill -f "nvidia-smi --query-gpu=timestamp" 2>/dev/null
+      (setsid nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,temperature.memory,clocks_throttle_reasons.active \
+          --format=csv,nounits -lms 500 > "$KEEP/smi.csv" 2>&1 &)
+      sleep 1; head -3 "$KEEP/smi.csv"
+      ;;
+    smi-stop)
+      pkill -f "nvidia-smi --query-gpu=timestamp" 2>/dev/null; gzip -c "$KEEP/smi.csv" > "$OUT/smi.csv.gz"; wc -l "$KEEP/smi.csv"
+      ;;
     models-start)
       # issue 15: the models preset, every peer. SWEEP_DTYPES "bf16 fp16" runs one file per dtype (an interrupted
       # run keeps whole dtypes); "bf16,fp16" one run of both (one header, one ceiling). The CLI rewrites its file
@@ -96,6 +107,7 @@ for phase in "$@"; do
         pkill -INT -f "rmsnorm_dash bench --preset models"; for _ in $(seq 12); do [ -f "$KEEP/sweep.done" ] && break; sleep 5; done
       fi
       cp "$KEEP"/models-*.json "$OUT/" 2>/dev/null; tail -c 30000 "$KEEP/sweep.log" > "$OUT/sweep.log"
+      [ -f "$KEEP/smi.csv" ] && gzip -c "$KEEP/smi.csv" > "$OUT/smi.csv.gz"
       for f in "$KEEP"/models-*.json; do [ -f "$f" ] && python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); r = d["rows"]; print(sys.argv[1], len(r), "rows, complete:", d["summary"]["complete"], "last:", r and (r[-1]["impl"], r[-1]["pass"], r[-1]["dtype"], r[-1]["M"], r[-1]["N"]))' "$f"; done
       ls -la "$OUT"; tail -c 4000 "$KEEP/sweep.log"
       ;;
