@@ -93,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", action="store_true", help="record each case's kernels with their times (torch.profiler)")
     p.add_argument("--no-verify", action="store_true", help="skip the per-case check against the fp64 reference")
     p.add_argument("--baseline", help="implementation the speedups are relative to (default torch-native)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="measure each shape's implementations this many times in turn (interleaved, 1-9); a row keeps "
+                   "its median round, every round's median listed (where noise decides who wins)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(handler=cmd_bench, subparser=p)
 
@@ -209,11 +212,18 @@ def cmd_bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from engine.runner import iter_run, plan
     from engine.models import RunFile
     from engine.report import print_summary
+    from engine.rounds import MAX_ROUNDS, interleave, merge_rounds
     from engine.summary import summarize
 
-    total = len(plan(sweep, registry))
-    console.print(f"{total} cases on {args.device if args.device != 'auto' else torch_device}; measuring the copy ceiling first …")
+    if not 1 <= args.rounds <= MAX_ROUNDS:
+        parser.error(f"--rounds: 1 to {MAX_ROUNDS}, not {args.rounds}")
+    cases = plan(sweep, registry)
+    total = len(cases)
+    measured = interleave(cases, args.rounds)
+    console.print(f"{total} cases{f' × {args.rounds} interleaved rounds' if args.rounds > 1 else ''} on "
+                  f"{args.device if args.device != 'auto' else torch_device}; measuring the copy ceiling first …")
     rows = []
+    rounds_of: dict = {}  # case → its rows so far, while it has fewer than --rounds
     header = None
     progress = None
     task = None
@@ -223,24 +233,34 @@ def cmd_bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                             console=console, transient=False)
     def run_file() -> RunFile:
-        return RunFile(run=header, rows=rows, summary=summarize(rows, complete=len(rows) == total, baseline=sweep.baseline))
+        every = rows + [merge_rounds(r) for r in rounds_of.values()]  # cases cut short keep the rounds they had
+        complete = len(rows) == total and not rounds_of
+        return RunFile(run=header, rows=every, summary=summarize(every, complete=complete, baseline=sweep.baseline))
 
     out = args.out
     last_checkpoint = time.monotonic()
     try:
         if progress is not None:
             progress.start()
-            task = progress.add_task("ceiling", total=total)
-        for item in iter_run(sweep, registry=registry, ceiling_bytes=args.ceiling_bytes):
+            task = progress.add_task("ceiling", total=len(measured))
+        for item in iter_run(sweep, registry=registry, ceiling_bytes=args.ceiling_bytes, cases=measured):
             if header is None:
                 header = item
+                if args.rounds > 1:
+                    header.sweep["rounds"] = args.rounds
                 if out is None and not on_cpu:
                     out = default_result_path(header)
                 if progress is not None:
                     progress.update(task, description="benchmark")
                 console.print(f"copy ceiling: {header.ceiling_GBps or 0:.1f} GB/s ({header.ceiling_method})")
                 continue
-            rows.append(item)
+            if args.rounds > 1:
+                key = item.case().label()
+                rounds_of.setdefault(key, []).append(item)
+                if len(rounds_of[key]) == args.rounds:
+                    rows.append(merge_rounds(rounds_of.pop(key)))
+            else:
+                rows.append(item)
             if progress is not None:
                 progress.update(task, advance=1, description=f"{item.impl} {item.pass_} {item.dtype} {item.M}×{item.N}")
             if out is not None and time.monotonic() - last_checkpoint >= CHECKPOINT_S:

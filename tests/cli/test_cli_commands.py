@@ -99,6 +99,25 @@ def test_bench_writes_the_rows_so_far_while_it_runs(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
 
 
+def test_bench_rounds_interleave_and_merge(tmp_path):
+    """--rounds 3: each shape's implementations measured three times in turn; one row per case, its median round
+    with every round's median; the header says how many rounds."""
+    out = tmp_path / "run.json"
+    assert cli.main(["bench", "--impl", "eager,cli-test-torch", "--plugin", PLUGIN, "--pass", "fwd", "--dtype", "fp32",
+                     "--m", "8", "--n", "32,64", "--reps", "2", "--warmup", "0", "--device", "cpu", "--out", str(out),
+                     "--quiet", "--rounds", "3"]) == 0
+    run = RunFile.model_validate_json(out.read_text())
+    assert run.run.sweep["rounds"] == 3 and run.summary["complete"] is True
+    assert sorted((r.impl, r.N) for r in run.rows) == [("cli-test-torch", 32), ("cli-test-torch", 64),
+                                                       ("eager", 32), ("eager", 64)]
+    for r in run.rows:
+        medians = r.model_extra["round_medians_us"]
+        assert r.model_extra["rounds"] == 3 and len(medians) == 3 and r.median_us == sorted(medians)[1]
+    code = subprocess.run([sys.executable, "-m", "rmsnorm_dash", "bench", "--rounds", "12", "--device", "cpu"],
+                          capture_output=True, text=True, cwd=ROOT).returncode
+    assert code == 2
+
+
 def test_cpu_run_without_shapes_uses_small_defaults_and_says_so(tmp_path, capsys):
     out = tmp_path / "r.json"
     assert cli.main(["bench", "--impl", "cli-test-torch", "--plugin", PLUGIN, "--pass", "fwd", "--reps", "2",
