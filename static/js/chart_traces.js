@@ -85,6 +85,9 @@ function note(r, isBest) {
     out.push(cpuBound(r) ? `host ${num(r.host_us, 1)} µs > GPU ${num(r.median_us, 1)} µs: <b>CPU-bound here</b>`
       : `host ${num(r.host_us, 1)} µs`);
   }
+  if (Array.isArray(r.round_medians_us) && r.round_medians_us.length > 1) {
+    out.push(`median of ${r.round_medians_us.length} interleaved rounds: ${r.round_medians_us.map((v) => num(v, 1)).join(", ")} µs`);
+  }
   if (Number.isFinite(r.device_mallocs) && r.device_mallocs > 0) {
     out.push(`${r.device_mallocs} cudaMalloc in the timed calls: the median may hold allocation time`);
   }
