@@ -232,6 +232,7 @@ def cmd_bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
         progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                             console=console, transient=False)
+
     def run_file() -> RunFile:
         every = rows + [merge_rounds(r) for r in rounds_of.values()]  # cases cut short keep the rounds they had
         complete = len(rows) == total and not rounds_of
