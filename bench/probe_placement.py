@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from engine.timing import ForwardWorkload, measure  # noqa: E402
+from engine.timing import ForwardWorkload, device_mallocs, measure  # noqa: E402
 from rmsnorm_kernels.registry import default_registry  # noqa: E402
 from rmsnorm_kernels.triton_forward import _forward  # noqa: E402
 
@@ -36,7 +36,8 @@ def triton_direct(x, w, eps):
 
 
 def time_calls(fn, reps: int) -> float:
-    """Median µs of ``reps`` calls of ``fn``, each timed with events after a short spin (as the engine times)."""
+    """Median µs of ``reps`` calls of ``fn``, each timed with events after a short spin (as the engine times); each
+    output is dropped before the next call, so every call writes the same output block (unlike `sequence`)."""
     fn()
     torch.cuda.synchronize()
     samples = []
@@ -51,12 +52,14 @@ def time_calls(fn, reps: int) -> float:
     return statistics.median(samples)
 
 
-def sequence(fn, xs: list, calls: int) -> list:
+def sequence(fn, xs: list, calls: int) -> dict:
     """µs of each of ``calls`` calls alternating over ``xs`` as the engine's rotating sets do (the output kept
-    until the next call returns, so two output blocks alternate too): is a slow call tied to one set, or to time?"""
+    until the next call returns, so two output blocks alternate too): is a slow call tied to one set, or to time?
+    With the cudaMalloc calls made meanwhile (`engine.timing.device_mallocs`)."""
+    device = torch.device("cuda")
     out = fn(xs[0])
     torch.cuda.synchronize()
-    before = device_allocs()
+    before = device_mallocs(device)
     samples = []
     for i in range(calls):
         torch.cuda._sleep(200_000)
@@ -67,15 +70,7 @@ def sequence(fn, xs: list, calls: int) -> list:
         end.synchronize()
         samples.append(round(start.elapsed_time(end) * 1e3, 1))
     del out
-    after = device_allocs()
-    return {"us": samples, "device_mallocs": after[0] - before[0], "device_frees": after[1] - before[1]}
-
-
-def device_allocs() -> tuple:
-    """cudaMalloc and cudaFree calls the caching allocator has made so far (a timed call that makes one waits
-    for it, and for the page mapping of its size, inside the events)."""
-    stats = torch.cuda.memory_stats()
-    return stats.get("num_device_alloc", -1), stats.get("num_device_free", -1)
+    return {"us": samples, "device_mallocs": device_mallocs(device) - before}
 
 
 def main() -> int:
@@ -136,15 +131,14 @@ def probe(args, fns: dict) -> dict:
             table["copy"] = [time_calls(lambda x=x, y=ys[k]: y.copy_(x), args.reps) for k, x in enumerate(xs)]
         addresses = [hex(x.data_ptr()) for x in xs]
         shapes[str(n)] = {"us": table, "GBps": {k: [moved / (u * 1e-6) / 1e9 for u in v] for k, v in table.items()},
-                                    "addresses": addresses, "engine_two_sets": engine,
-                                    "alternating_calls_us": sequences}
+                          "addresses": addresses, "engine_two_sets": engine, "alternating_calls_us": sequences}
         print(f"M={args.m} N={n} {args.dtype}: GB/s per buffer ({', '.join(addresses)})")
         for name, us in table.items():
             print(f"  {name:14} " + " ".join(f"{moved / (u * 1e-6) / 1e9:6.0f}" for u in us))
         for name, seq in sequences.items():
             fast = min(seq["us"])
             print(f"  sequence {name:12} " + "".join("S" if v > 1.05 * fast else "f" for v in seq["us"])
-                  + f"  (f ≤ {1.05 * fast:.0f} µs; cudaMalloc {seq['device_mallocs']}, cudaFree {seq['device_frees']})")
+                  + f"  (f ≤ {1.05 * fast:.0f} µs; cudaMalloc {seq['device_mallocs']})")
         for name, st in engine.items():
             print(f"  engine {name:14} q1 {st['q1_us']:.1f} median {st['median_us']:.1f} q3 {st['q3_us']:.1f} µs")
         del xs, ys
