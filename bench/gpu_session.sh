@@ -93,10 +93,24 @@ for phase in "$@"; do
       # run keeps whole dtypes); "bf16,fp16" one run of both (one header, one ceiling). The CLI rewrites its file
       # with the rows so far every 30 s, so models-wait can bring a running sweep's rows back.
       rm -f "$KEEP/sweep.done" "$KEEP/sweep.log" "$KEEP"/models-*.json
+      # SWEEP_SPLIT=1: the forward pass (ours: triton) then the backward pass (ours: triton-persistent), both dtypes
+      # in each, two files (models-fwd.json, models-bwd.json) within one SWEEP_S: the rows nobody reads (the same
+      # forward kernel under a second name, the non-persistent backward) are not measured
       impls=${SWEEP_IMPLS:-torch-native,torch-compile,liger,quack,triton,triton-persistent}
-      (setsid bash -c "for dt in ${SWEEP_DTYPES:-bf16 fp16}; do timeout -s INT ${SWEEP_S:-1500} python3 -m rmsnorm_dash bench --preset models \
-          --impl $impls --dtype \$dt --reps ${SWEEP_REPS:-40} --out $KEEP/models-\${dt//,/-}.json --quiet; done \
-          > $KEEP/sweep.log 2>&1; echo \$? > $KEEP/sweep.done" &)
+      peers=${SWEEP_PEERS:-torch-native,torch-compile,liger,quack}
+      if [ -n "${SWEEP_SPLIT:-}" ]; then
+        (setsid bash -c "end=\$(( \$(date +%s) + ${SWEEP_S:-1500} ));
+          for pass in fwd bwd; do
+            ours=triton; [ \$pass = bwd ] && ours=triton-persistent;
+            left=\$(( end - \$(date +%s) )); [ \$left -gt 10 ] || break;
+            timeout -s INT \$left python3 -m rmsnorm_dash bench --preset models --pass \$pass --impl $peers,\$ours \
+              --dtype ${SWEEP_DTYPES:-bf16,fp16} --reps ${SWEEP_REPS:-30} --out $KEEP/models-\$pass.json --quiet; rc=\$?;
+          done > $KEEP/sweep.log 2>&1; echo \$rc > $KEEP/sweep.done" &)
+      else
+        (setsid bash -c "for dt in ${SWEEP_DTYPES:-bf16 fp16}; do timeout -s INT ${SWEEP_S:-1500} python3 -m rmsnorm_dash bench --preset models \
+            --impl $impls --dtype \$dt --reps ${SWEEP_REPS:-40} --out $KEEP/models-\${dt//,/-}.json --quiet; done \
+            > $KEEP/sweep.log 2>&1; echo \$? > $KEEP/sweep.done" &)
+      fi
       sleep 2; echo started
       ;;
     models-wait)
