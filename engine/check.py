@@ -1,6 +1,6 @@
 """The correctness sweep behind ``rmsnorm-dash check``: every registered implementation, each pass it
 declares, each dtype and shape, against the fp64 reference on fresh random inputs with poisoned outputs.
-One dict per case; `format_check_table` prints them; `check_main` exits non-zero on any failure."""
+One dict per case; the CLI prints each as it is checked (`format_check_row`), then a summary; `check_main` exits non-zero on any failure."""
 
 from __future__ import annotations
 
@@ -106,9 +106,12 @@ def _check_once(impl, pass_, x, w, dy, device, element_bytes, poison: bool = Tru
     return errors
 
 
-def run_check(names=None, dtypes=DTYPES, shapes=None, device=None, seed: int | None = None) -> list[dict]:
+def run_check(names=None, dtypes=DTYPES, shapes=None, device=None, seed: int | None = None,
+              on_row=None) -> list[dict]:
     """Run the sweep. ``names``: implementations (default: every registered one); ``shapes``: (M, N)
-    pairs (default: small on CPU, wider on a GPU). Unavailable implementations give one skipped row."""
+    pairs (default: small on CPU, wider on a GPU). Unavailable implementations give one skipped row.
+    ``on_row(row)`` is called with each row as it is checked (the CLI prints it then: a check cut short by a
+    time limit still shows every case it finished)."""
     load_all()
     device = torch.device(device) if device is not None else default_device()
     if device.type == "cuda":
@@ -124,6 +127,8 @@ def run_check(names=None, dtypes=DTYPES, shapes=None, device=None, seed: int | N
             rows.append({"impl": impl.name, "pass": "/".join(impl.passes), "dtype": None, "M": None, "N": None,
                          "device": str(device), "max_rel_err": None, "tolerance": None, "ok": True,
                          "skipped": True, "reason": reason, "seed": seed})
+            if on_row:
+                on_row(rows[-1])
             continue
         for pass_ in impl.passes:
             for dtype_name in dtypes:
@@ -133,26 +138,33 @@ def run_check(names=None, dtypes=DTYPES, shapes=None, device=None, seed: int | N
                     row["seconds"] = round(time.perf_counter() - started, 3)
                     row["seed"] = seed
                     rows.append(row)
+                    if on_row:
+                        on_row(row)
     return rows
 
 
-def format_check_table(rows: list[dict]) -> str:
-    header = f"{'implementation':<20} {'pass':<4} {'dtype':<9} {'M':>6} {'N':>6} {'max rel err':>11} {'tol':>7}  result"
-    lines = [header, "-" * len(header)]
-    for r in rows:
-        if r.get("skipped"):
-            lines.append(f"{r['impl']:<20} {r['pass']:<4} {'':<9} {'':>6} {'':>6} {'':>11} {'':>7}  SKIP  {r['reason']}")
-            continue
-        err = f"{r['max_rel_err']:.2e}" if r["max_rel_err"] is not None else "-"
-        result = "ok" if r["ok"] else f"FAIL  {r['reason']}"
-        lines.append(f"{r['impl']:<20} {r['pass']:<4} {r['dtype']:<9} {r['M']:>6} {r['N']:>6} {err:>11} "
-                     f"{r['tolerance']:>7.0e}  {result}")
+CHECK_HEADER = f"{'implementation':<20} {'pass':<4} {'dtype':<9} {'M':>6} {'N':>6} {'max rel err':>11} {'tol':>7}  result"
+
+
+def format_check_row(r: dict) -> str:
+    if r.get("skipped"):
+        return f"{r['impl']:<20} {r['pass']:<4} {'':<9} {'':>6} {'':>6} {'':>11} {'':>7}  SKIP  {r['reason']}"
+    err = f"{r['max_rel_err']:.2e}" if r["max_rel_err"] is not None else "-"
+    result = "ok" if r["ok"] else f"FAIL  {r['reason']}"
+    return (f"{r['impl']:<20} {r['pass']:<4} {r['dtype']:<9} {r['M']:>6} {r['N']:>6} {err:>11} "
+            f"{r['tolerance']:>7.0e}  {result}")
+
+
+def format_check_summary(rows: list[dict]) -> str:
     failed = sum(1 for r in rows if not r["ok"])
     skipped = sum(1 for r in rows if r.get("skipped"))
     passed = len(rows) - failed - skipped
     seed = next((r.get("seed") for r in rows if r.get("seed") is not None), None)
-    lines.append(f"{passed} passed, {failed} failed, {skipped} skipped (seed {seed})")
-    return "\n".join(lines)
+    return f"{passed} passed, {failed} failed, {skipped} skipped (seed {seed})"
+
+
+def format_check_table(rows: list[dict]) -> str:
+    return "\n".join([CHECK_HEADER, "-" * len(CHECK_HEADER), *map(format_check_row, rows), format_check_summary(rows)])
 
 
 def _shape(text: str) -> tuple[int, int]:
@@ -183,12 +195,16 @@ def check_main(argv=None) -> int:
         if not shapes:
             shapes = list(GPU_SHAPES if device.type == "cuda" else CPU_SHAPES)
         shapes += preset_shapes(4099 if device.type == "cuda" else 3)
+    def show(row: dict) -> None:
+        print(format_check_row(row), flush=True)
+
+    print(CHECK_HEADER, "-" * len(CHECK_HEADER), sep="\n", flush=True)
     try:
-        rows = run_check(args.impl, tuple(args.dtype or DTYPES), shapes or None, args.device, args.seed)
+        rows = run_check(args.impl, tuple(args.dtype or DTYPES), shapes or None, args.device, args.seed, on_row=show)
     except KeyError as exc:
         print(f"error: {exc.args[0]}")
         return 2
-    print(format_check_table(rows))
+    print(format_check_summary(rows))
     return 0 if all(r["ok"] for r in rows) else 1
 
 

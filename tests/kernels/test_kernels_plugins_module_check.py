@@ -115,6 +115,27 @@ def test_check_fails_on_a_wrong_implementation(capsys):
         REGISTRY.remove("wrong-by-a-bit")
 
 
+def test_check_cli_prints_each_case_as_it_is_checked(capsys, monkeypatch):
+    """A check cut short by a time limit still shows the cases it finished: each row is printed (and flushed)
+    when it is checked, before the next case starts."""
+    import engine.check as check_module
+
+    seen = []
+    real = check_module.check_case
+
+    def spy(impl, pass_, dtype_name, m, n, device, generator):
+        seen.append(capsys.readouterr().out)  # what was printed before this case started
+        return real(impl, pass_, dtype_name, m, n, device, generator)
+
+    monkeypatch.setattr(check_module, "check_case", spy)
+    assert check_main(["--impl", "eager", "--dtype", "float32", "--shape", "3x100", "--shape", "5x64"]) == 0
+    tail = capsys.readouterr().out
+    assert len(seen) == 4  # eager: fwd + bwd × 2 shapes
+    assert "implementation" in seen[0] and " ok" not in seen[0]
+    assert all(chunk.count(" ok") == 1 and "eager" in chunk for chunk in seen[1:])
+    assert tail.count(" ok") == 1 and "4 passed, 0 failed, 0 skipped" in tail
+
+
 def test_check_reports_a_crash_as_a_failure():
     @register("crashes", family="other", registry=REGISTRY, replace=True)
     def crashes(x, weight, eps=1e-6):
