@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -75,6 +76,7 @@ using CtxSetCurrent = CUresult (*)(CUcontext);
 using DeviceGet = CUresult (*)(CUdevice*, int);
 using PrimaryRetain = CUresult (*)(CUcontext*, CUdevice);
 using ErrorString = CUresult (*)(CUresult, const char**);
+using StreamIsCapturing = CUresult (*)(CUstream, CUstreamCaptureStatus*);
 
 struct Driver {
   LaunchEx launch = nullptr;
@@ -83,6 +85,7 @@ struct Driver {
   DeviceGet device_get = nullptr;
   PrimaryRetain primary_retain = nullptr;
   ErrorString error_string = nullptr;
+  StreamIsCapturing is_capturing = nullptr;
   std::string error;
 };
 
@@ -101,7 +104,9 @@ const Driver& driver() {
     r.device_get = reinterpret_cast<DeviceGet>(dlsym(lib, "cuDeviceGet"));
     r.primary_retain = reinterpret_cast<PrimaryRetain>(dlsym(lib, "cuDevicePrimaryCtxRetain"));
     r.error_string = reinterpret_cast<ErrorString>(dlsym(lib, "cuGetErrorString"));
-    if (!r.launch || !r.ctx_get || !r.ctx_set || !r.device_get || !r.primary_retain) r.error = "a driver entry point is missing";
+    r.is_capturing = reinterpret_cast<StreamIsCapturing>(dlsym(lib, "cuStreamIsCapturing"));
+    if (!r.launch || !r.ctx_get || !r.ctx_set || !r.device_get || !r.primary_retain || !r.is_capturing)
+      r.error = "a driver entry point is missing";
     return r;
   }();
   return d;
@@ -125,6 +130,15 @@ void ensure_context(int index) {
   check(d.device_get(&dev, index), "cuDeviceGet");
   check(d.primary_retain(&ctx, dev), "cuDevicePrimaryCtxRetain");
   check(d.ctx_set(ctx), "cuCtxSetCurrent");
+}
+
+// Whether work on `stream` is being captured into a CUDA graph. An answer the driver refuses to give (the legacy
+// stream while another stream captures in global mode) counts as capturing: the call then allocates afresh.
+bool capturing(CUstream stream) {
+  const Driver& d = driver();
+  TORCH_CHECK(d.error.empty(), "rmsnorm native node: ", d.error);
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return d.is_capturing(stream, &status) != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
 // What Triton's generated launcher does (triton/backends/nvidia/driver.py, `_launch`): the kernel's parameters in
@@ -189,32 +203,78 @@ bool has_cubins(const Plan& plan) {
   return false;
 }
 
+// Scratch buffers (outputs a call fills and reads itself and never returns: the persistent backward's dγ partials,
+// the rstd of a no-grad forward) are kept for the next call of the same plan on the same stream, as the Python
+// replay keeps them (rmsnorm_kernels/launch_plans.py, `_SCRATCH`): kernels on one stream run in order, so a buffer is
+// never in use by two calls at once. A call under graph capture or while poisoning gets its own. The map is never
+// destroyed (its CUDA tensors must not be freed after the driver has gone at exit); it is emptied when it is full.
+struct ScratchKey {
+  const Plan* plan;
+  int output;
+  uintptr_t stream;
+  int device;
+  bool operator==(const ScratchKey& o) const {
+    return plan == o.plan && output == o.output && stream == o.stream && device == o.device;
+  }
+};
+
+struct ScratchHash {
+  size_t operator()(const ScratchKey& k) const {
+    return std::hash<const void*>()(k.plan) ^ (std::hash<uintptr_t>()(k.stream) << 1) ^ (size_t(k.output) << 7) ^
+           (size_t(k.device + 1) << 13);
+  }
+};
+
+constexpr size_t kScratchEntries = 16;
+std::mutex g_scratch_mutex;  // the backward runs on autograd's device threads, without the GIL
+auto* g_scratch = new std::unordered_map<ScratchKey, at::Tensor, ScratchHash>();
+
+at::Tensor kept_scratch(const ScratchKey& key, at::IntArrayRef sizes, const at::TensorOptions& options) {
+  std::lock_guard<std::mutex> lock(g_scratch_mutex);
+  auto it = g_scratch->find(key);
+  if (it != g_scratch->end()) return it->second;
+  if (g_scratch->size() >= kScratchEntries) g_scratch->clear();
+  return g_scratch->emplace(key, at::empty(sizes, options)).first->second;
+}
+
 // One call of a plan: the inputs, then every output the plan allocates (NaN-filled while poisoning, as
-// rmsnorm_kernels.poison would; scratch is fresh on every call, which graph capture needs), then the launches.
+// rmsnorm_kernels.poison would; scratch kept per stream, fresh under capture or poisoning), then the launches.
 // ``shape``: the shape to give the first returned tensor (the caller's x shape: its elements are the plan's rows,
 // contiguous, so the kernels see the same memory; the caller gets no view to unwrap).
 std::vector<at::Tensor> run_plan(const Plan& plan, std::vector<at::Tensor> values, const at::Device& device,
                                  at::IntArrayRef shape = {}) {
   values.reserve(values.size() + plan.outputs.size());
   const bool poisoned = g_poison.load(std::memory_order_relaxed) > 0;
+  uintptr_t stream_id = 0;
+#ifdef RMSNORM_NATIVE_CUDA
+  CUstream stream = nullptr;
+  if (device.is_cuda()) {
+    stream = reinterpret_cast<CUstream>(c10::cuda::getCurrentCUDAStream(device.index()).stream());
+    stream_id = reinterpret_cast<uintptr_t>(stream);
+    if (has_cubins(plan)) ensure_context(device.index());
+  }
+#endif
+  int keep = -1;  // whether this call may use kept scratch: asked of the driver at the first scratch output
   const int first = plan.returned.empty() ? -1 : plan.returned[0];
   for (const Output& o : plan.outputs) {
     auto options = at::TensorOptions().dtype(o.dtype).device(device);
-    at::IntArrayRef sizes = (int(values.size()) == first && !shape.empty()) ? shape : at::IntArrayRef(o.shape);
+    const int slot = int(values.size());
+    at::IntArrayRef sizes = (slot == first && !shape.empty()) ? shape : at::IntArrayRef(o.shape);
+    if (o.kind == SCRATCH && keep < 0) {
+      keep = 1;
+#ifdef RMSNORM_NATIVE_CUDA
+      if (device.is_cuda() && capturing(stream)) keep = 0;
+#endif
+    }
     if (o.kind == ZEROS)
       values.push_back(at::zeros(sizes, options));
     else if (poisoned)
       values.push_back(at::full(sizes, NAN, options));
+    else if (o.kind == SCRATCH && keep)
+      values.push_back(kept_scratch(ScratchKey{&plan, slot, stream_id, int(device.index())}, sizes, options));
     else
       values.push_back(at::empty(sizes, options));
   }
-#ifdef RMSNORM_NATIVE_CUDA
-  CUstream stream = nullptr;
-  if (device.is_cuda() && has_cubins(plan)) {
-    ensure_context(device.index());
-    stream = reinterpret_cast<CUstream>(c10::cuda::getCurrentCUDAStream(device.index()).stream());
-  }
-#endif
   for (const Launch& l : plan.launches) {
     if (l.stand_in) {
       py::gil_scoped_acquire gil;
@@ -402,7 +462,11 @@ int64_t make_plan(int n_inputs, py::list outputs, py::list launches, std::vector
     }
     plan->launches.push_back(std::move(l));
   }
-  for (int s : returned) TORCH_CHECK(s < n_values, "a returned slot names tensor ", s, " of ", n_values);
+  for (int s : returned) {
+    TORCH_CHECK(s < n_values, "a returned slot names tensor ", s, " of ", n_values);
+    TORCH_CHECK(s < n_inputs || plan->outputs[s - n_inputs].kind != SCRATCH,
+                "a returned slot (", s, ") is scratch: a kept buffer would be shared by the callers of two calls");
+  }
   plan->returned = std::move(returned);
   return reinterpret_cast<int64_t>(plan);
 }
@@ -439,12 +503,19 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("make_plan", &make_plan);
   m.def("register_plans", &register_plans);
   m.def("replay", &replay, "one call of a plan, without autograd");
-  m.def("clear", [] { g_entries.clear(); });
+  m.def("clear", [] {
+    g_entries.clear();
+    std::lock_guard<std::mutex> lock(g_scratch_mutex);
+    g_scratch->clear();
+  });
   m.def("keys", [] { return g_entries.size(); });
   m.def("set_poison", [](int depth) { g_poison.store(depth); });
   m.def("stats", [] {
     return py::dict(py::arg("calls") = g_calls.load(), py::arg("nodes") = g_nodes.load(),
-                    py::arg("backwards") = g_backwards.load());
+                    py::arg("backwards") = g_backwards.load(), py::arg("scratch") = [] {
+                      std::lock_guard<std::mutex> lock(g_scratch_mutex);
+                      return g_scratch->size();
+                    }());
   });
 #ifdef RMSNORM_NATIVE_CUDA
   m.attr("cuda") = true;

@@ -62,7 +62,7 @@ def _backward_launch(values):
 
 def _register(node, m, n, dtype, w_dtype, strategy, *, forward_launches=None, backward_launches=None):
     fwd = node.make_plan(2, [([m, n], dtype, 0), ([m], torch.float32, 0)], forward_launches or [_forward_launch], [2, 3])
-    bwd = node.make_plan(4, [([m, n], dtype, 0), ([n], torch.float32, 2)], backward_launches or [_backward_launch],
+    bwd = node.make_plan(4, [([m, n], dtype, 0), ([n], torch.float32, 0)], backward_launches or [_backward_launch],
                          [4, 5])
     node.register_plans(m, n, dtype, w_dtype, "cpu", EPS, id(strategy), fwd, bwd)
 
@@ -148,6 +148,59 @@ def test_outputs_are_nan_while_poisoning_and_launches_see_the_plan_tensors(node)
     assert len(inputs_and_outputs) == 4 and inputs_and_outputs[0].data_ptr() == x.data_ptr()
     assert inputs_and_outputs[1] is not None and inputs_and_outputs[2].data_ptr() == y.data_ptr()
     assert inputs_and_outputs[3].shape == (8,) and inputs_and_outputs[3].dtype == torch.float32
+
+
+def test_scratch_is_kept_for_the_next_call_and_fresh_while_poisoning(node):
+    """A plan's scratch output (here the dγ partials of a two-launch backward, as the persistent strategy's) is
+    kept for the next call of that plan: every call still matches fp64 on fresh inputs; a poisoned call gets its own
+    NaN-filled buffer; `clear` drops them."""
+    strategy, m, n, groups = object(), 12, 16, 3
+    partials = []
+
+    def rows_and_partials(values):
+        dy, x, w, rstd, dx, dw, partial = values
+        partials.append((partial.data_ptr(), bool(torch.isnan(partial).all())))
+        dyf, xf, wf = dy.float(), x.float(), w.float()
+        xhat = xf * rstd[:, None]
+        g = dyf * wf
+        dx.view(x.shape).copy_((rstd[:, None] * (g - xhat * (g * xhat).mean(-1, keepdim=True))).to(dx.dtype))
+        partial.copy_((dyf * xhat).view(groups, m // groups, n).sum(1))
+
+    def column_sum(values):
+        values[5].copy_(values[6].sum(0))
+
+    fwd = node.make_plan(2, [([m, n], torch.float32, 0), ([m], torch.float32, 0)], [_forward_launch], [2, 3])
+    bwd = node.make_plan(4, [([m, n], torch.float32, 0), ([n], torch.float32, 0), ([groups, n], torch.float32, 2)],
+                         [rows_and_partials, column_sum], [4, 5])
+    node.register_plans(m, n, torch.float32, torch.float32, "cpu", EPS, id(strategy), fwd, bwd)
+    before = node.stats()["scratch"]
+
+    def backward():
+        x = torch.randn(m, n, requires_grad=True)
+        w = (0.5 + torch.rand(n)).requires_grad_()
+        dy = torch.randn(m, n)
+        dx, dw = torch.autograd.grad(node.rms_norm(x, w, EPS, 0.0, id(strategy)), (x, w), dy)
+        rdx, rdw = rmsnorm_backward_reference(x.detach().double(), w.detach().double(), dy.double(), EPS)
+        _close(dx, rdx, torch.float32)
+        torch.testing.assert_close(dw.double(), rdw, rtol=1e-4, atol=1e-3)
+        return dw
+
+    first, second = backward(), backward()
+    assert first.data_ptr() != second.data_ptr()  # returned outputs are the callers' own
+    assert partials[0][0] == partials[1][0]  # the scratch is the same buffer
+    assert node.stats()["scratch"] == before + 1
+    with poison.poisoned_outputs():
+        backward()
+    assert partials[2][0] != partials[0][0] and partials[2][1]  # its own buffer, NaN until written
+    backward()
+    assert partials[3][0] == partials[0][0]  # and the kept one again after
+    node.clear()
+    assert node.stats()["scratch"] == 0
+
+
+def test_a_returned_scratch_output_is_refused(node):
+    with pytest.raises(RuntimeError, match="is scratch"):
+        node.make_plan(2, [([4], torch.float32, 2)], [], [2])
 
 
 def test_a_registered_plan_is_never_replaced(node):
