@@ -13,7 +13,7 @@
 #   bash bench/gpu_session.sh sweep-wait                           # call 3 if the sweep outlived call 2
 # Issue 15's models preset, every peer, both dtypes (about 17 minutes at 20 repetitions on an H100):
 #   bash bench/gpu_session.sh stash-a install native smi-start     # call 1: carry .whl, .whl2/cu13.part.aa, .git-commit
-#   SWEEP_SPLIT=1 SWEEP_DTYPES=bf16,fp16 SWEEP_REPS=20 SWEEP_S=1150 WAIT_S=520 KEEP_RUNNING=1 \
+#   SWEEP_SPLIT=1 SWEEP_DTYPES=bf16,fp16 SWEEP_REPS=20 SWEEP_S=1150 WAIT_S=480 KEEP_RUNNING=1 \
 #     bash bench/gpu_session.sh stash-b install-dsl models-start models-wait   # call 2 at once: .whlq, .whl2/cu13.part.ab
 #   WAIT_S=560 bash bench/gpu_session.sh models-wait smi-stop      # call 3 at once (a machine idle for 30 s is gone)
 set -uo pipefail
