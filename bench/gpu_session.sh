@@ -145,7 +145,7 @@ for phase in "$@"; do
     check-ours)
       # issue 15: correctness of our kernels at every model width and the odd ones (1000, 5000, 12345; M 4099)
       impl_args=$(for i in ${CHECK_IMPLS:-triton triton-persistent triton-workspace triton-atomic}; do printf -- '--impl %s ' "$i"; done)
-      timeout ${CHECK_S:-150} python3 -m rmsnorm_dash check --preset-widths --dtype ${CHECK_DTYPE:-bfloat16} \
+      timeout ${CHECK_S:-240} python3 -m rmsnorm_dash check --preset-widths --dtype ${CHECK_DTYPE:-bfloat16} \
         $impl_args > "$OUT/check.txt" 2>&1
       echo "check exit code $?"; tail -c 5000 "$OUT/check.txt"
       ;;
