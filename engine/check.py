@@ -195,6 +195,7 @@ def check_main(argv=None) -> int:
         if not shapes:
             shapes = list(GPU_SHAPES if device.type == "cuda" else CPU_SHAPES)
         shapes += preset_shapes(4099 if device.type == "cuda" else 3)
+
     def show(row: dict) -> None:
         print(format_check_row(row), flush=True)
 

@@ -203,6 +203,12 @@ bool has_cubins(const Plan& plan) {
   return false;
 }
 
+bool has_scratch(const Plan& plan) {
+  for (const Output& o : plan.outputs)
+    if (o.kind == SCRATCH) return true;
+  return false;
+}
+
 // Scratch buffers (outputs a call fills and reads itself and never returns: the persistent backward's dγ partials,
 // the rstd of a no-grad forward) are kept for the next call of the same plan on the same stream, as the Python
 // replay keeps them (rmsnorm_kernels/launch_plans.py, `_SCRATCH`): kernels on one stream run in order, so a buffer is
@@ -211,17 +217,13 @@ bool has_cubins(const Plan& plan) {
 struct ScratchKey {
   const Plan* plan;
   int output;
-  uintptr_t stream;
-  int device;
-  bool operator==(const ScratchKey& o) const {
-    return plan == o.plan && output == o.output && stream == o.stream && device == o.device;
-  }
+  uintptr_t stream;  // a plan belongs to one device, and a stream handle to one device's streams
+  bool operator==(const ScratchKey& o) const { return plan == o.plan && output == o.output && stream == o.stream; }
 };
 
 struct ScratchHash {
   size_t operator()(const ScratchKey& k) const {
-    return std::hash<const void*>()(k.plan) ^ (std::hash<uintptr_t>()(k.stream) << 1) ^ (size_t(k.output) << 7) ^
-           (size_t(k.device + 1) << 13);
+    return std::hash<const void*>()(k.plan) ^ (std::hash<uintptr_t>()(k.stream) << 1) ^ (size_t(k.output) << 7);
   }
 };
 
@@ -245,6 +247,7 @@ std::vector<at::Tensor> run_plan(const Plan& plan, std::vector<at::Tensor> value
                                  at::IntArrayRef shape = {}) {
   values.reserve(values.size() + plan.outputs.size());
   const bool poisoned = g_poison.load(std::memory_order_relaxed) > 0;
+  bool keep = !poisoned;  // whether this call's scratch outputs are the kept ones
   uintptr_t stream_id = 0;
 #ifdef RMSNORM_NATIVE_CUDA
   CUstream stream = nullptr;
@@ -252,26 +255,20 @@ std::vector<at::Tensor> run_plan(const Plan& plan, std::vector<at::Tensor> value
     stream = reinterpret_cast<CUstream>(c10::cuda::getCurrentCUDAStream(device.index()).stream());
     stream_id = reinterpret_cast<uintptr_t>(stream);
     if (has_cubins(plan)) ensure_context(device.index());
+    if (keep && has_scratch(plan)) keep = !capturing(stream);
   }
 #endif
-  int keep = -1;  // whether this call may use kept scratch: asked of the driver at the first scratch output
   const int first = plan.returned.empty() ? -1 : plan.returned[0];
   for (const Output& o : plan.outputs) {
     auto options = at::TensorOptions().dtype(o.dtype).device(device);
     const int slot = int(values.size());
     at::IntArrayRef sizes = (slot == first && !shape.empty()) ? shape : at::IntArrayRef(o.shape);
-    if (o.kind == SCRATCH && keep < 0) {
-      keep = 1;
-#ifdef RMSNORM_NATIVE_CUDA
-      if (device.is_cuda() && capturing(stream)) keep = 0;
-#endif
-    }
     if (o.kind == ZEROS)
       values.push_back(at::zeros(sizes, options));
     else if (poisoned)
       values.push_back(at::full(sizes, NAN, options));
     else if (o.kind == SCRATCH && keep)
-      values.push_back(kept_scratch(ScratchKey{&plan, slot, stream_id, int(device.index())}, sizes, options));
+      values.push_back(kept_scratch(ScratchKey{&plan, slot, stream_id}, sizes, options));
     else
       values.push_back(at::empty(sizes, options));
   }
