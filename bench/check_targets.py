@@ -2,6 +2,7 @@
 
     python bench/check_targets.py results/nvidia-h200-2026-12-02.json   (v4; v3: results/archive/)
     python bench/check_targets.py --models results/FILE.json            (issue 15's targets, a summary per dtype)
+    python bench/check_targets.py --host results/checks/FILE.json       (issue 16: host_us of ours ≤ torch-native's)
 
 Targets (bf16 and fp16): forward `triton` ≥ 95 % of the copy ceiling where M·N ≥ 32M and 1024 ≤ N ≤ 16384, and never
 below the best peer; backward `triton-persistent` ≥ 85 % there and ≥ the best peer everywhere, ≥ 2× `triton-atomic` at
@@ -94,5 +95,29 @@ def models(path: str) -> int:
     return 0
 
 
+def host(path: str) -> int:
+    """Issue 16's host target: each of our implementations' ``host_us`` ≤ torch-native's at every shape of the file,
+    per pass and dtype (the ratio per shape; with interleaved rounds, each round's host time is listed too)."""
+    doc = json.load(open(path, encoding="utf-8"))
+    by = defaultdict(dict)
+    for r in doc["rows"]:
+        if r["status"] == "ok" and r.get("host_us") is not None:
+            by[(r["pass"], r["dtype"], r["M"], r["N"])][r["impl"]] = r
+    print(f"{path}: {doc['run']['device']['name']}, rounds {doc['run'].get('sweep', {}).get('rounds', 1)}")
+    for pass_, dtype in sorted({k[:2] for k in by}):
+        shapes = sorted(k for k in by if k[:2] == (pass_, dtype) and "torch-native" in by[k])
+        impls = sorted({i for k in shapes for i in by[k] if i.startswith("triton")})
+        for impl in impls:
+            ratios = [(k[2], k[3], by[k][impl]["host_us"] / by[k]["torch-native"]["host_us"]) for k in shapes
+                      if impl in by[k]]
+            over = [f"{m}×{n} {q:.2f}" for m, n, q in ratios if q > 1.0]
+            qs = sorted(q for _, _, q in ratios)
+            print(f"{pass_} {dtype} {impl:18} ≤ torch-native at {len(ratios) - len(over)} of {len(ratios)} "
+                  f"(ratio min {qs[0]:.2f}, median {qs[len(qs) // 2]:.2f}, max {qs[-1]:.2f})"
+                  + (f"; over at {', '.join(over)}" if over else ""))
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(models(sys.argv[2]) if sys.argv[1] == "--models" else main(sys.argv[1]))
+    modes = {"--models": models, "--host": host}
+    sys.exit(modes[sys.argv[1]](sys.argv[2]) if sys.argv[1] in modes else main(sys.argv[1]))

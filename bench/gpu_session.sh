@@ -169,11 +169,13 @@ for phase in "$@"; do
       timeout ${BREAKDOWN_S:-120} python3 bench/host_breakdown.py --m 4096 --n 4096 --out "$OUT" 2>&1 | tail -30
       ;;
     hostsweep)
-      # issue 16: host_us of ours beside torch-native's (F.rms_norm) at every default shape, one run
+      # issue 16: host_us of ours beside torch-native's (F.rms_norm) at every default shape, one run; each shape's
+      # implementations in HOSTSWEEP_ROUNDS interleaved rounds (a row's host_us: the median of its rounds')
       timeout -s INT ${HOSTSWEEP_S:-180} python3 -m rmsnorm_dash bench --impl torch-native,triton,triton-persistent,triton-workspace,triton-atomic \
-        --dtype bf16 --m 4096,16384,65536 --n 512,1024,2048,4096,8192,16384 --reps ${HOSTSWEEP_REPS:-20} --quiet \
+        --dtype bf16 --m 4096,16384,65536 --n 512,1024,2048,4096,8192,16384 --reps ${HOSTSWEEP_REPS:-20} \
+        --rounds ${HOSTSWEEP_ROUNDS:-1} --quiet \
         --out "$OUT/hostsweep.json" > "$OUT/hostsweep.log" 2>&1
-      echo "exit $?"; tail -c 2000 "$OUT/hostsweep.log"
+      echo "exit $?"; tail -c 2000 "$OUT/hostsweep.log"; python3 bench/check_targets.py --host "$OUT/hostsweep.json"
       ;;
     fwdsweep)
       # issue 15: the models preset's forward, ours beside every peer but QuACK (its wheel takes two calls), one run

@@ -4,6 +4,8 @@ A GPU's speed drifts during a long run (bench/NOTES.md, "twelfth session": slow 
 implementation is being timed). One row per case measured once compares implementations at different moments; with
 ``rounds`` R, every shape's implementations are measured R times in turn (A B C, A B C, …) and each keeps the row of
 its median round, with every round's median beside it (``round_medians_us``) so the spread is shown, not hidden.
+Host time is a separate quantity (the CPU's, drifting on its own clock): a merged row's ``host_us`` is the median of
+its rounds' host times, each listed in ``round_host_us``.
 
     interleave(cases, R)   the plan's cases with each shape's group repeated R times, in place
     merge_rounds(rows)     one case's R rows → one row (the median round's, every round's median listed)
@@ -11,6 +13,7 @@ its median round, with every round's median beside it (``round_medians_us``) so 
 
 from __future__ import annotations
 
+import statistics
 from itertools import groupby
 from typing import Sequence
 
@@ -37,8 +40,9 @@ def interleave(cases: Sequence[Case], rounds: int) -> list[Case]:
 
 def merge_rounds(rows: Sequence[ResultRow]) -> ResultRow:
     """One case's rows, one per round, as one row: the round whose median is the median of the rounds' medians (the
-    lower middle one for an even count), so its quartiles, GB/s and host time belong together; ``rounds`` and
-    ``round_medians_us`` (in the order measured) beside it. A round that failed the correctness gate makes the case
+    lower middle one for an even count), so its quartiles and GB/s belong together; ``rounds`` and
+    ``round_medians_us`` (in the order measured) beside it. ``host_us`` is the median of the rounds' host times
+    (listed in ``round_host_us``): the host's noise is not the GPU's, so the GPU's median round does not pick it. A round that failed the correctness gate makes the case
     ``wrong``; a case no round could time keeps its last row (skipped or error)."""
     if not rows:
         raise ValueError("no rows to merge")
@@ -53,6 +57,9 @@ def merge_rounds(rows: Sequence[ResultRow]) -> ResultRow:
     wrong = next((r for r in timed if r.status == "wrong"), None)
     extra = {"rounds": len(rows), "round_medians_us": [r.median_us for r in timed],
              "started_at": min(r.started_at for r in rows), "ended_at": max(r.ended_at for r in rows)}
+    hosts = [host for host in (getattr(r, "host_us", None) for r in timed) if host is not None]
+    if hosts:
+        extra.update(host_us=statistics.median(hosts), round_host_us=hosts)
     if wrong is not None:
         extra.update(status="wrong", reason=wrong.reason, verified=False, max_rel_err=wrong.max_rel_err)
     return ResultRow.model_validate({**base.model_dump(by_alias=True), **extra})

@@ -36,6 +36,7 @@ def test_merge_keeps_the_median_round_whole_and_lists_every_rounds_median():
     assert merged.median_us == 12.0 and merged.q1_us == 12.0 * 0.95 and merged.GBps == 100 / 12.0  # one round's row
     assert merged.model_extra["round_medians_us"] == [12.0, 10.0, 30.0] and merged.model_extra["rounds"] == 3
     assert merged.started_at == 1.0 and merged.ended_at == 10.0
+    assert merged.host_us == 3.0 and merged.model_extra["round_host_us"] == [3.0]  # only the round that had one
     even = merge_rounds([row(median=4.0), row(median=2.0)])
     assert even.median_us == 2.0  # the lower middle one: a faster round never hides behind the mean of two
 
@@ -49,3 +50,11 @@ def test_a_wrong_round_makes_the_case_wrong_and_untimed_rounds_are_left_out():
     assert skipped.status == "skipped" and skipped.median_us is None
     with pytest.raises(ValueError, match="different cases"):
         merge_rounds([row(impl="a"), row(impl="b")])
+
+
+def test_host_time_is_the_median_of_the_rounds_host_times_not_the_gpu_median_rounds():
+    rounds = [row(median=10.0, host_us=150.0), row(median=11.0, host_us=90.0), row(median=12.0, host_us=100.0)]
+    merged = merge_rounds(rounds)
+    assert merged.median_us == 11.0  # the GPU's median round (whose own host time was 90)
+    assert merged.host_us == 100.0 and merged.model_extra["round_host_us"] == [150.0, 90.0, 100.0]
+    assert "host_us" not in merge_rounds([row(median=10.0), row(median=11.0)]).model_extra  # none had one: none invented
