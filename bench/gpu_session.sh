@@ -168,6 +168,10 @@ for phase in "$@"; do
       # issue 16: one backward's host time taken apart (autograd node, allocations, each launcher)
       timeout ${BREAKDOWN_S:-120} python3 bench/host_breakdown.py --m 4096 --n 4096 --out "$OUT" 2>&1 | tail -30
       ;;
+    atomic-stress)
+      # issue 16: the one-launch atomic backward (last ticket writes dγ, leaves its kept buffers zero), call after call
+      timeout ${STRESS_S:-150} python3 bench/atomic_stress.py --out "$OUT" 2>&1 | tail -20
+      ;;
     hostsweep)
       # issue 16: host_us of ours beside torch-native's (F.rms_norm) at every default shape, one run; each shape's
       # implementations in HOSTSWEEP_ROUNDS interleaved rounds (a row's host_us: the median of its rounds')

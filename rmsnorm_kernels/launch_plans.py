@@ -54,20 +54,30 @@ def _capturing() -> bool:
 SCRATCH_ENTRIES = 8
 _SCRATCH: dict = {}
 """Scratch buffers of replays (outputs a call fills and reads itself, or a caller discards), kept for the next
-replay on the same stream: (stream, device, output number, shape, dtype) → tensor, at most `SCRATCH_ENTRIES`
+replay on the same stream: (stream, device, output number, shape, dtype, kind) → tensor, at most `SCRATCH_ENTRIES`
 (the oldest dropped first). Kernels on one stream run in order, so a buffer is never in use twice at once; a
 call on another stream, under graph capture or while poisoning gets its own."""
 
-EMPTY, ZEROS, SCRATCH = 0, 1, 2
+EMPTY, ZEROS, SCRATCH, ZERO_SCRATCH = 0, 1, 2, 3
+"""Output kinds: allocated empty, zero-filled, kept scratch, kept scratch that starts zero and that the call's
+kernels leave zero (the atomic backward's accumulator and ticket counter; `poison.new_zeros(kept=True)`)."""
 
 
-def _scratch(key, shape, dtype, device) -> torch.Tensor:
+def _scratch(key, shape, dtype, device, zero: bool = False) -> torch.Tensor:
     t = _SCRATCH.get(key)
     if t is None:
         if len(_SCRATCH) >= SCRATCH_ENTRIES:
             del _SCRATCH[next(iter(_SCRATCH))]
-        t = _SCRATCH[key] = torch.empty(shape, dtype=dtype, device=device)
+        t = _SCRATCH[key] = (torch.zeros if zero else torch.empty)(shape, dtype=dtype, device=device)
     return t
+
+
+def _kind(zero, returned: bool) -> int:
+    if zero == "kept" and not returned:
+        return ZERO_SCRATCH
+    if zero:
+        return ZEROS
+    return EMPTY if returned else SCRATCH
 
 
 def clear_scratch() -> None:
@@ -83,9 +93,8 @@ class Plan:
         self.device = device
         self.index = device.index
         kept = {s for s in returned if s is not None}
-        self.outputs = tuple(
-            (shape, dtype, ZEROS if zero else EMPTY if n_inputs + j in kept else SCRATCH)
-            for j, (shape, dtype, zero) in enumerate(rec.outputs))
+        self.outputs = tuple((shape, dtype, _kind(zero, n_inputs + j in kept))
+                             for j, (shape, dtype, zero) in enumerate(rec.outputs))
         launches = []
         for compiled, grid, template, tail in rec.launches:
             g = tuple(grid) + (1, 1)
@@ -99,7 +108,7 @@ class Plan:
         stream = torch._C._cuda_getCurrentRawStream(self.index)
         if poison._depth or _capturing():
             for shape, dtype, kind in self.outputs:
-                values.append(torch.zeros(shape, dtype=dtype, device=device) if kind == ZEROS
+                values.append(torch.zeros(shape, dtype=dtype, device=device) if kind in (ZEROS, ZERO_SCRATCH)
                               else poison.new_output(shape, dtype, device))
         else:
             for j, (shape, dtype, kind) in enumerate(self.outputs):
@@ -108,7 +117,9 @@ class Plan:
                 elif kind == ZEROS:
                     values.append(torch.zeros(shape, dtype=dtype, device=device))
                 else:
-                    values.append(_scratch((stream, self.index, j, shape, dtype), shape, dtype, device))
+                    # the kind is in the key: a buffer that must start zero is never one another plan scribbled on
+                    values.append(_scratch((stream, self.index, j, shape, dtype, kind), shape, dtype, device,
+                                           kind == ZERO_SCRATCH))
         for _, run, g0, g1, g2, args, slots, tail in self.launches:
             args = args.copy()
             for i, slot in slots:

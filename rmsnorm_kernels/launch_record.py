@@ -40,7 +40,9 @@ def recorder():
     return _recorders[-1] if _recorders else None
 
 
-def note_output(t: torch.Tensor, zero: bool) -> None:
+def note_output(t: torch.Tensor, zero) -> None:
+    """An output of the call: ``zero`` False (uninitialised), True (zero-filled) or "kept" (zero-filled, and left
+    zero by the call's kernels: a plan may keep it as scratch)."""
     rec = recorder()
     if rec is not None:
         rec.slots[id(t)] = len(rec.slots)

@@ -51,10 +51,11 @@ def new_output(shape, dtype: torch.dtype, device) -> torch.Tensor:
     return out
 
 
-def new_zeros(shape, dtype: torch.dtype, device) -> torch.Tensor:
-    """A zero-filled output or accumulator (never poisoned: the kernel adds into it)."""
+def new_zeros(shape, dtype: torch.dtype, device, *, kept: bool = False) -> torch.Tensor:
+    """A zero-filled output or accumulator (never poisoned: the kernel adds into it). ``kept``: an accumulator the
+    call's kernels leave zero again when they are done, so a launch plan may keep it for its stream's next call."""
     out = torch.zeros(shape, dtype=dtype, device=device)
-    note_output(out, True)
+    note_output(out, "kept" if kept else True)
     return out
 
 

@@ -37,7 +37,11 @@ using torch::autograd::variable_list;
 
 namespace {
 
-enum OutputKind { EMPTY = 0, ZEROS = 1, SCRATCH = 2 };
+// As rmsnorm_kernels/launch_plans.py: ZERO_SCRATCH is kept scratch that starts zero and that the plan's kernels
+// leave zero (the atomic backward's accumulator and ticket counter).
+enum OutputKind { EMPTY = 0, ZEROS = 1, SCRATCH = 2, ZERO_SCRATCH = 3 };
+
+bool kept_kind(int kind) { return kind == SCRATCH || kind == ZERO_SCRATCH; }
 
 struct Output {
   std::vector<int64_t> shape;
@@ -205,7 +209,7 @@ bool has_cubins(const Plan& plan) {
 
 bool has_scratch(const Plan& plan) {
   for (const Output& o : plan.outputs)
-    if (o.kind == SCRATCH) return true;
+    if (kept_kind(o.kind)) return true;
   return false;
 }
 
@@ -231,12 +235,12 @@ constexpr size_t kScratchEntries = 16;
 std::mutex g_scratch_mutex;  // the backward runs on autograd's device threads, without the GIL
 auto* g_scratch = new std::unordered_map<ScratchKey, at::Tensor, ScratchHash>();
 
-at::Tensor kept_scratch(const ScratchKey& key, at::IntArrayRef sizes, const at::TensorOptions& options) {
+at::Tensor kept_scratch(const ScratchKey& key, at::IntArrayRef sizes, const at::TensorOptions& options, bool zero) {
   std::lock_guard<std::mutex> lock(g_scratch_mutex);
   auto it = g_scratch->find(key);
   if (it != g_scratch->end()) return it->second;
   if (g_scratch->size() >= kScratchEntries) g_scratch->clear();
-  return g_scratch->emplace(key, at::empty(sizes, options)).first->second;
+  return g_scratch->emplace(key, zero ? at::zeros(sizes, options) : at::empty(sizes, options)).first->second;
 }
 
 // One call of a plan: the inputs, then every output the plan allocates (NaN-filled while poisoning, as
@@ -263,12 +267,12 @@ std::vector<at::Tensor> run_plan(const Plan& plan, std::vector<at::Tensor> value
     auto options = at::TensorOptions().dtype(o.dtype).device(device);
     const int slot = int(values.size());
     at::IntArrayRef sizes = (slot == first && !shape.empty()) ? shape : at::IntArrayRef(o.shape);
-    if (o.kind == ZEROS)
+    if (kept_kind(o.kind) && keep)
+      values.push_back(kept_scratch(ScratchKey{&plan, slot, stream_id}, sizes, options, o.kind == ZERO_SCRATCH));
+    else if (o.kind == ZEROS || o.kind == ZERO_SCRATCH)
       values.push_back(at::zeros(sizes, options));
     else if (poisoned)
       values.push_back(at::full(sizes, NAN, options));
-    else if (o.kind == SCRATCH && keep)
-      values.push_back(kept_scratch(ScratchKey{&plan, slot, stream_id}, sizes, options));
     else
       values.push_back(at::empty(sizes, options));
   }
@@ -429,7 +433,9 @@ int64_t make_plan(int n_inputs, py::list outputs, py::list launches, std::vector
   plan->n_inputs = n_inputs;
   for (py::handle o : outputs) {
     auto t = o.cast<py::tuple>();
-    plan->outputs.push_back(Output{t[0].cast<std::vector<int64_t>>(), t[1].cast<at::ScalarType>(), t[2].cast<int>()});
+    const int kind = t[2].cast<int>();
+    TORCH_CHECK(kind >= EMPTY && kind <= ZERO_SCRATCH, "an output kind is 0 to 3, not ", kind);
+    plan->outputs.push_back(Output{t[0].cast<std::vector<int64_t>>(), t[1].cast<at::ScalarType>(), kind});
   }
   const int n_values = n_inputs + int(plan->outputs.size());
   for (py::handle item : launches) {
@@ -461,7 +467,7 @@ int64_t make_plan(int n_inputs, py::list outputs, py::list launches, std::vector
   }
   for (int s : returned) {
     TORCH_CHECK(s < n_values, "a returned slot names tensor ", s, " of ", n_values);
-    TORCH_CHECK(s < n_inputs || plan->outputs[s - n_inputs].kind != SCRATCH,
+    TORCH_CHECK(s < n_inputs || !kept_kind(plan->outputs[s - n_inputs].kind),
                 "a returned slot (", s, ") is scratch: a kept buffer would be shared by the callers of two calls");
   }
   plan->returned = std::move(returned);

@@ -212,6 +212,35 @@ def test_scratch_is_kept_per_stream_and_fresh_under_capture_or_poison(fake_gpu, 
     assert partial() is other_stream
 
 
+def test_the_atomic_accumulator_is_kept_zeroed_scratch(fake_gpu, monkeypatch):
+    """The atomic backward's fp32 accumulator and ticket counter (left zero by its kernel) are kept like scratch,
+    zero-filled when first made, and fresh zeros (never NaN: the kernel adds into them) under capture or poisoning;
+    dx and dγ (γ's dtype, no cast launch) are fresh every call."""
+    log = fake_gpu
+    dy, x, w, rstd = _inputs(300, 4096)
+    args = lambda: _kernel_args(log, "rmsnorm_bwd_atomic_kernel")[-1]  # noqa: E731
+    function.run_strategy(atomic_backward, dy, x, w, rstd)  # records
+    plan = next(p for p in function.BACKWARD_PLANS.plans.values() if p)
+    assert [kind for *_, kind in plan.outputs] == [launch_plans.EMPTY, launch_plans.EMPTY,
+                                                   launch_plans.ZERO_SCRATCH, launch_plans.ZERO_SCRATCH]
+    dx1, dw1 = function.run_strategy(atomic_backward, dy, x, w, rstd)
+    acc, tickets = args()[6:8]
+    assert acc.dtype == torch.float32 and tickets.dtype == torch.int32 and not acc.any() and not tickets.any()
+    assert dw1.dtype == w.dtype and len(log) == 2  # one launch per call
+    dx2, dw2 = function.run_strategy(atomic_backward, dy, x, w, rstd)
+    assert args()[6] is acc and dx2 is not dx1 and dw2 is not dw1
+    monkeypatch.setattr(launch_plans, "_capturing", lambda: True)
+    function.run_strategy(atomic_backward, dy, x, w, rstd)
+    assert args()[6] is not acc and not args()[6].any() and not args()[7].any()
+    monkeypatch.setattr(launch_plans, "_capturing", lambda: False)
+    with poison.poisoned_outputs():
+        dx3, dw3 = function.run_strategy(atomic_backward, dy, x, w, rstd)
+    assert args()[6] is not acc and not args()[6].any() and torch.isnan(dw3.float()).all()
+    # a buffer that must start zero is never shared with another plan's plain scratch of the same shape
+    zero_key = next(k for k in launch_plans._SCRATCH if k[-1] == launch_plans.ZERO_SCRATCH and k[3] == (4096,))
+    assert launch_plans._SCRATCH[zero_key] is acc
+
+
 def test_scratch_buffers_are_bounded(fake_gpu):
     for m in range(1, launch_plans.SCRATCH_ENTRIES + 6):
         dy, x, w, rstd = _inputs(m, 256)

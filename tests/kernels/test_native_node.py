@@ -198,9 +198,47 @@ def test_scratch_is_kept_for_the_next_call_and_fresh_while_poisoning(node):
     assert node.stats()["scratch"] == 0
 
 
+def test_zeroed_scratch_starts_zero_is_kept_and_is_zeros_while_poisoning(node):
+    """Kind 3 (the atomic backward's accumulator and ticket counter, which its kernel leaves zero): zero-filled when
+    first made, then the same buffer call after call; a poisoned call gets fresh zeros, never NaN."""
+    strategy, m, n = object(), 8, 16
+    seen = []
+
+    def backward_with_accumulator(values):
+        dy, x, w, rstd, dx, dw, acc = values
+        seen.append((acc.data_ptr(), acc.clone()))
+        _backward_launch(values[:6])
+
+    fwd = node.make_plan(2, [([m, n], torch.float32, 0), ([m], torch.float32, 0)], [_forward_launch], [2, 3])
+    bwd = node.make_plan(4, [([m, n], torch.float32, 0), ([n], torch.float32, 0), ([n], torch.float32, 3)],
+                         [backward_with_accumulator], [4, 5])
+    node.register_plans(m, n, torch.float32, torch.float32, "cpu", EPS, id(strategy), fwd, bwd)
+
+    def backward():
+        x = torch.randn(m, n, requires_grad=True)
+        w = (0.5 + torch.rand(n)).requires_grad_()
+        dy = torch.randn(m, n)
+        dx, dw = torch.autograd.grad(node.rms_norm(x, w, EPS, 0.0, id(strategy)), (x, w), dy)
+        _close(dx, rmsnorm_backward_reference(x.detach().double(), w.detach().double(), dy.double(), EPS)[0],
+               torch.float32)
+
+    backward()
+    backward()
+    with poison.poisoned_outputs():
+        backward()
+    backward()
+    ptrs = [p for p, _ in seen]
+    assert all(not acc.any() for _, acc in seen)  # zero every time, poisoned or not
+    assert ptrs[0] == ptrs[1] == ptrs[3] and ptrs[2] != ptrs[0]
+
+
 def test_a_returned_scratch_output_is_refused(node):
     with pytest.raises(RuntimeError, match="is scratch"):
         node.make_plan(2, [([4], torch.float32, 2)], [], [2])
+    with pytest.raises(RuntimeError, match="is scratch"):
+        node.make_plan(2, [([4], torch.float32, 3)], [], [2])
+    with pytest.raises(RuntimeError, match="kind is 0 to 3"):
+        node.make_plan(2, [([4], torch.float32, 4)], [], [2])
 
 
 def test_a_registered_plan_is_never_replaced(node):
@@ -243,7 +281,7 @@ class _Signature:
 def _signed(real_kernel, args, tail):
     """The signature Triton's binder gives a call: pointers by dtype, ints i32 / i64, floats fp32, constexprs
     (and ints equal to 1, which Triton specializes) "constexpr"."""
-    triton_types = {torch.float32: "*fp32", torch.bfloat16: "*bf16", torch.float16: "*fp16"}
+    triton_types = {torch.float32: "*fp32", torch.bfloat16: "*bf16", torch.float16: "*fp16", torch.int32: "*i32"}
     fn = getattr(real_kernel, "fn", real_kernel)
     constexprs = {name for name, p in inspect.signature(fn).parameters.items() if "constexpr" in str(p.annotation)}
     assert constexprs
