@@ -29,7 +29,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from engine import device as devices  # noqa: E402
-from rmsnorm_kernels import native  # noqa: E402
+from rmsnorm_kernels import launch_plans, native  # noqa: E402
 from rmsnorm_kernels.module import RMSNorm  # noqa: E402
 
 SHAPES = ((4096, 1024), (4096, 4096), (16384, 4096), (4096, 8192), (1024, 2048))
@@ -65,7 +65,8 @@ def host_overhead():
                 fn = (lambda mod: (lambda x, w: mod(x)))(fn)
             with torch.no_grad():
                 fwd = _host_us(lambda: fn(x, w))
-            y = fn(x, w)
+            for _ in range(launch_plans.CALLS_TO_A_REPLAY):  # the graph timed is one a training loop's later
+                y = fn(x, w)                                   # steps build (native node), not the first call's
             bwd = _host_us(lambda: torch.autograd.grad(y, (x, w), dy, retain_graph=True))
             errors = []
             for _ in range(3):  # first call (JIT) and later ones (direct launches) are all checked
