@@ -181,6 +181,10 @@ for phase in "$@"; do
         --out "$OUT/hostsweep.json" > "$OUT/hostsweep.log" 2>&1
       echo "exit $?"; tail -c 2000 "$OUT/hostsweep.log"; python3 bench/check_targets.py --host "$OUT/hostsweep.json"
       ;;
+    hostpaired)
+      # issue 16: ours vs F.rms_norm host time, every implementation once per round in a shuffled order (drift cancels)
+      timeout -s INT ${HOSTPAIRED_S:-300} python3 bench/host_paired.py --rounds ${HOSTPAIRED_ROUNDS:-60} --out "$OUT" 2>&1 | tail -45
+      ;;
     fwdsweep)
       # issue 15: the models preset's forward, ours beside every peer but QuACK (its wheel takes two calls), one run
       timeout -s INT ${FWDSWEEP_S:-270} python3 -m rmsnorm_dash bench --preset models --pass fwd \

@@ -1,0 +1,178 @@
+"""Host time per call, ours against F.rms_norm, paired call by call (issue 16).
+
+    python3 bench/host_paired.py [--m 4096,16384,65536] [--n 512,...,16384] [--rounds 60] [--out DIR]
+
+The engine's ``host_us`` times each implementation's calls together, one case after another. The host's speed drifts
+(bench/NOTES.md, fourteenth session: a whole round of 20 calls moves by ±15 %), so two rows measured seconds apart
+differ by more than the few µs being compared. Here every round calls each implementation once, in a fresh random
+order, and each of our calls is divided by ``torch-native``'s call of the same round: the drift is common to the
+pair and cancels. Each call is timed as the engine times it: the inputs' graph built untimed (backward), the GPU
+given a spin first so the call only enqueues, ``time.perf_counter`` around the call alone. Implementations are warmed
+up first (the steady-state path a training loop takes: launch plans recorded, the native node's plans registered).
+
+Per (pass, shape, implementation): the median host µs and quartiles, and for ours the paired ratios' median and
+quartiles and how many rounds were at or below torch-native. A shape counts as "≤ torch-native" when the median
+paired ratio is ≤ 1. On CPU (``--device cpu``, the tests) host time is the whole call, and no spin is given.
+Writes ``host-paired.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+from engine import device as devices  # noqa: E402
+from engine.timing import MIN_SPIN_S, SPIN_CLOCK_HZ, BackwardWorkload, ForwardWorkload, random_inputs  # noqa: E402
+from rmsnorm_kernels import launch_plans, native  # noqa: E402
+from rmsnorm_kernels.registry import REGISTRY, load_all  # noqa: E402
+
+BASELINE = "torch-native"
+OURS = {"fwd": ("triton",), "bwd": ("triton-persistent", "triton-workspace", "triton-atomic")}
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+
+
+def quartiles(values: list[float]) -> tuple[float, float, float]:
+    if len(values) == 1:
+        return values[0], values[0], values[0]
+    q = statistics.quantiles(values, n=4, method="inclusive")
+    return q[0], q[1], q[2]
+
+
+def workload(impl: str, pass_: str, m: int, n: int, dtype: torch.dtype, device: torch.device):
+    fn = REGISTRY.get(impl).fn
+    xs, weight, dys = random_inputs(m, n, dtype, device, sets=1, backward=pass_ == "bwd", seed=m * 131 + n)
+    return ForwardWorkload(fn, xs, weight) if pass_ == "fwd" else BackwardWorkload(fn, xs, weight, dys)
+
+
+def warm_up(wl, calls: int, cuda: bool) -> float:
+    """``calls`` calls (the first ones record launch plans and hand them to the native node), the output checked;
+    the longest host time of one call, for the spin."""
+    longest = 0.0
+    with wl.context():
+        for i in range(calls):
+            wl.before(i)
+            if cuda:
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            wl.call(i)
+            longest = max(longest, time.perf_counter() - t0)
+        wl.check()
+    return longest
+
+
+def timed_call(wl, i: int, cuda: bool, spin_cycles: int) -> float:
+    wl.before(i)
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda._sleep(spin_cycles)
+    t0 = time.perf_counter()
+    wl.call(i)
+    return time.perf_counter() - t0
+
+
+def measure_shape(pass_: str, m: int, n: int, dtype: torch.dtype, device: torch.device, rounds: int,
+                  rng: random.Random) -> list[dict]:
+    cuda = device.type == "cuda"
+    impls = (BASELINE,) + OURS[pass_]
+    loads = {impl: workload(impl, pass_, m, n, dtype, device) for impl in impls}
+    warm = launch_plans.calls_to_a_replay(device) + 2
+    host_estimate = max(warm_up(wl, warm, cuda) for wl in loads.values())
+    if cuda:
+        torch.cuda.synchronize()
+    spin_cycles = int(max(2 * host_estimate, MIN_SPIN_S) * SPIN_CLOCK_HZ)
+    samples: dict[str, list[float]] = {impl: [] for impl in impls}
+    order = list(impls)
+    for r in range(rounds):
+        rng.shuffle(order)
+        for impl in order:
+            wl = loads[impl]
+            with wl.context():
+                samples[impl].append(timed_call(wl, warm + r, cuda, spin_cycles) * 1e6)
+    if cuda:
+        torch.cuda.synchronize()
+    for wl in loads.values():
+        wl.release()
+    rows = []
+    for impl in impls:
+        q1, med, q3 = quartiles(samples[impl])
+        row = {"pass": pass_, "dtype": str(dtype).removeprefix("torch."), "M": m, "N": n, "impl": impl,
+               "rounds": rounds, "host_us": med, "host_us_q1": q1, "host_us_q3": q3}
+        if impl != BASELINE:
+            ratios = [a / b for a, b in zip(samples[impl], samples[BASELINE])]
+            rq1, rmed, rq3 = quartiles(ratios)
+            row.update(paired_ratio=rmed, paired_ratio_q1=rq1, paired_ratio_q3=rq3,
+                       rounds_at_or_below=sum(1 for q in ratios if q <= 1.0))
+        rows.append(row)
+    return rows
+
+
+def summary(rows: list[dict]) -> list[str]:
+    lines = []
+    for pass_ in ("fwd", "bwd"):
+        for impl in OURS[pass_]:
+            mine = [r for r in rows if r["impl"] == impl and r["pass"] == pass_]
+            if not mine:
+                continue
+            over = [f"{r['M']}×{r['N']} {r['paired_ratio']:.3f}" for r in mine if r["paired_ratio"] > 1.0]
+            ratios = sorted(r["paired_ratio"] for r in mine)
+            lines.append(f"{pass_} {impl:18} ≤ {BASELINE} at {len(mine) - len(over)} of {len(mine)} shapes "
+                         f"(median paired ratio per shape: min {ratios[0]:.3f}, median {ratios[len(ratios) // 2]:.3f}, "
+                         f"max {ratios[-1]:.3f})" + (f"; over at {', '.join(over)}" if over else ""))
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--m", default="4096,16384,65536")
+    ap.add_argument("--n", default="512,1024,2048,4096,8192,16384")
+    ap.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
+    ap.add_argument("--pass", dest="passes", default="fwd,bwd")
+    ap.add_argument("--rounds", type=int, default=60)
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--out", default=os.environ.get("OUT", "bench/logs"))
+    args = ap.parse_args(argv)
+    if args.rounds < 1:
+        ap.error("--rounds: at least 1")
+    load_all()
+    device = devices.resolve(args.device)
+    if device.type == "cuda":
+        native.ensure()
+    seed = args.seed if args.seed is not None else int(time.time())
+    rng = random.Random(seed)
+    rows = []
+    for pass_ in args.passes.split(","):
+        if pass_ not in OURS:
+            ap.error(f"--pass: fwd and/or bwd, not {pass_!r}")
+        for m in (int(v) for v in args.m.split(",")):
+            for n in (int(v) for v in args.n.split(",")):
+                shape_rows = measure_shape(pass_, m, n, DTYPES[args.dtype], device, args.rounds, rng)
+                rows.extend(shape_rows)
+                print(f"{pass_} {m:>6}×{n:<6} " + "  ".join(
+                    f"{r['impl']} {r['host_us']:.1f}" + (f" ({r['paired_ratio']:.3f}×)" if "paired_ratio" in r else "")
+                    for r in shape_rows), flush=True)
+    lines = summary(rows)
+    print("\n".join(lines))
+    info = devices.describe(device)
+    doc = {"kind": "host-paired", "created_at": devices.utc_now_iso(), "device": info.name,
+           "versions": devices.versions(), "git_commit": devices.git_commit(), "host": devices.host(),
+           "native_node": devices.native_node_state(), "seed": seed, "rounds": args.rounds, "baseline": BASELINE,
+           "rows": rows, "summary": lines}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "host-paired.json").write_text(json.dumps(doc, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
