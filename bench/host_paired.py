@@ -32,12 +32,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from engine import device as devices  # noqa: E402
-from engine.timing import MIN_SPIN_S, SPIN_CLOCK_HZ, BackwardWorkload, ForwardWorkload, random_inputs  # noqa: E402
+from engine.timing import SPIN_CLOCK_HZ, BackwardWorkload, ForwardWorkload, random_inputs  # noqa: E402
 from rmsnorm_kernels import launch_plans, native  # noqa: E402
 from rmsnorm_kernels.registry import REGISTRY, load_all  # noqa: E402
 
 BASELINE = "torch-native"
 OURS = {"fwd": ("triton",), "bwd": ("triton-persistent", "triton-workspace", "triton-atomic")}
+SPIN_FLOOR_S = 200e-6
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 
@@ -55,9 +56,9 @@ def workload(impl: str, pass_: str, m: int, n: int, dtype: torch.dtype, device: 
 
 
 def warm_up(wl, calls: int, cuda: bool) -> float:
-    """``calls`` calls (the first ones record launch plans and hand them to the native node), the output checked;
-    the longest host time of one call, for the spin."""
-    longest = 0.0
+    """``calls`` calls (the first ones compile, record launch plans and hand them to the native node), the output
+    checked; the host time of one steady-state call (the median of the last three), for the spin."""
+    times = []
     with wl.context():
         for i in range(calls):
             wl.before(i)
@@ -65,9 +66,9 @@ def warm_up(wl, calls: int, cuda: bool) -> float:
                 torch.cuda.synchronize()
             t0 = time.perf_counter()
             wl.call(i)
-            longest = max(longest, time.perf_counter() - t0)
+            times.append(time.perf_counter() - t0)
         wl.check()
-    return longest
+    return statistics.median(times[-3:])
 
 
 def timed_call(wl, i: int, cuda: bool, spin_cycles: int) -> float:
@@ -89,7 +90,7 @@ def measure_shape(pass_: str, m: int, n: int, dtype: torch.dtype, device: torch.
     host_estimate = max(warm_up(wl, warm, cuda) for wl in loads.values())
     if cuda:
         torch.cuda.synchronize()
-    spin_cycles = int(max(2 * host_estimate, MIN_SPIN_S) * SPIN_CLOCK_HZ)
+    spin_cycles = int(max(4 * host_estimate, SPIN_FLOOR_S) * SPIN_CLOCK_HZ)  # the call never waits for the GPU
     samples: dict[str, list[float]] = {impl: [] for impl in impls}
     order = list(impls)
     for r in range(rounds):
