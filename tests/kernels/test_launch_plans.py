@@ -11,7 +11,7 @@ import torch
 from rmsnorm_kernels import fast_launch, launch_plans, launch_record, poison, triton_forward
 from rmsnorm_kernels.launch_plans import PlanCache
 from rmsnorm_kernels.triton_backward import column_sum, function
-from rmsnorm_kernels.triton_backward.atomic import atomic_backward, rmsnorm_bwd_atomic_kernel
+from rmsnorm_kernels.triton_backward.atomic import atomic_backward, drain_kernel, rmsnorm_bwd_atomic_kernel
 from rmsnorm_kernels.triton_backward.persistent import persistent_backward, rmsnorm_bwd_persistent_kernel
 from rmsnorm_kernels.triton_backward.workspace import rmsnorm_bwd_workspace_kernel, workspace_backward
 from tests.kernels.fake_triton import FakeJIT, median_seconds
@@ -24,7 +24,7 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 7, raising=False)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     fast_launch.clear()
-    kernels = [rmsnorm_bwd_persistent_kernel, rmsnorm_bwd_workspace_kernel, rmsnorm_bwd_atomic_kernel,
+    kernels = [rmsnorm_bwd_persistent_kernel, rmsnorm_bwd_workspace_kernel, rmsnorm_bwd_atomic_kernel, drain_kernel,
                column_sum.column_sum_kernel, triton_forward.rmsnorm_fwd_rows_kernel,
                triton_forward.rmsnorm_fwd_chunked_kernel]
     for k in kernels:
@@ -213,32 +213,34 @@ def test_scratch_is_kept_per_stream_and_fresh_under_capture_or_poison(fake_gpu, 
 
 
 def test_the_atomic_accumulator_is_kept_zeroed_scratch(fake_gpu, monkeypatch):
-    """The atomic backward's fp32 accumulator and ticket counter (left zero by its kernel) are kept like scratch,
-    zero-filled when first made, and fresh zeros (never NaN: the kernel adds into them) under capture or poisoning;
-    dx and dγ (γ's dtype, no cast launch) are fresh every call."""
+    """The atomic backward's fp32 accumulator (left zero by its drain kernel) is kept like scratch, zero-filled
+    when first made, and fresh zeros (never NaN: the kernel adds into it) under capture or poisoning; dx and dγ
+    (γ's dtype, written by the drain: no cast launch) are fresh every call."""
     log = fake_gpu
     dy, x, w, rstd = _inputs(300, 4096)
-    args = lambda: _kernel_args(log, "rmsnorm_bwd_atomic_kernel")[-1]  # noqa: E731
+    acc = lambda: _kernel_args(log, "rmsnorm_bwd_atomic_kernel")[-1][5]  # noqa: E731
     function.run_strategy(atomic_backward, dy, x, w, rstd)  # records
     plan = next(p for p in function.BACKWARD_PLANS.plans.values() if p)
-    assert [kind for *_, kind in plan.outputs] == [launch_plans.EMPTY, launch_plans.EMPTY,
-                                                   launch_plans.ZERO_SCRATCH, launch_plans.ZERO_SCRATCH]
+    assert [kind for *_, kind in plan.outputs] == [launch_plans.EMPTY, launch_plans.EMPTY, launch_plans.ZERO_SCRATCH]
+    del log[:]
     dx1, dw1 = function.run_strategy(atomic_backward, dy, x, w, rstd)
-    acc, tickets = args()[6:8]
-    assert acc.dtype == torch.float32 and tickets.dtype == torch.int32 and not acc.any() and not tickets.any()
-    assert dw1.dtype == w.dtype and len(log) == 2  # one launch per call
+    kept = acc()
+    assert kept.dtype == torch.float32 and kept.shape == (4096,) and not kept.any()
+    assert [name for name, *_ in log] == ["rmsnorm_bwd_atomic_kernel", "drain_kernel"]
+    drained, written = _kernel_args(log, "drain_kernel")[-1][:2]
+    assert drained is kept and written is dw1 and dw1.dtype == w.dtype
     dx2, dw2 = function.run_strategy(atomic_backward, dy, x, w, rstd)
-    assert args()[6] is acc and dx2 is not dx1 and dw2 is not dw1
+    assert acc() is kept and dx2 is not dx1 and dw2 is not dw1
     monkeypatch.setattr(launch_plans, "_capturing", lambda: True)
     function.run_strategy(atomic_backward, dy, x, w, rstd)
-    assert args()[6] is not acc and not args()[6].any() and not args()[7].any()
+    assert acc() is not kept and not acc().any()
     monkeypatch.setattr(launch_plans, "_capturing", lambda: False)
     with poison.poisoned_outputs():
         dx3, dw3 = function.run_strategy(atomic_backward, dy, x, w, rstd)
-    assert args()[6] is not acc and not args()[6].any() and torch.isnan(dw3.float()).all()
+    assert acc() is not kept and not acc().any() and torch.isnan(dw3.float()).all()
     # a buffer that must start zero is never shared with another plan's plain scratch of the same shape
     zero_key = next(k for k in launch_plans._SCRATCH if k[-1] == launch_plans.ZERO_SCRATCH and k[3] == (4096,))
-    assert launch_plans._SCRATCH[zero_key] is acc
+    assert launch_plans._SCRATCH[zero_key] is kept
 
 
 def test_scratch_buffers_are_bounded(fake_gpu):

@@ -281,7 +281,7 @@ class _Signature:
 def _signed(real_kernel, args, tail):
     """The signature Triton's binder gives a call: pointers by dtype, ints i32 / i64, floats fp32, constexprs
     (and ints equal to 1, which Triton specializes) "constexpr"."""
-    triton_types = {torch.float32: "*fp32", torch.bfloat16: "*bf16", torch.float16: "*fp16", torch.int32: "*i32"}
+    triton_types = {torch.float32: "*fp32", torch.bfloat16: "*bf16", torch.float16: "*fp16"}
     fn = getattr(real_kernel, "fn", real_kernel)
     constexprs = {name for name, p in inspect.signature(fn).parameters.items() if "constexpr" in str(p.annotation)}
     assert constexprs
@@ -303,7 +303,7 @@ def fake_gpu_signed(monkeypatch):
     """The launch-plan tests' fake GPU, with compiled stand-ins that carry a signature and an int handle."""
     from rmsnorm_kernels import fast_launch, launch_plans, triton_forward
     from rmsnorm_kernels.triton_backward import column_sum, function
-    from rmsnorm_kernels.triton_backward.atomic import rmsnorm_bwd_atomic_kernel
+    from rmsnorm_kernels.triton_backward.atomic import drain_kernel, rmsnorm_bwd_atomic_kernel
     from rmsnorm_kernels.triton_backward.persistent import rmsnorm_bwd_persistent_kernel
     from rmsnorm_kernels.triton_backward.workspace import rmsnorm_bwd_workspace_kernel
     from tests.kernels.fake_triton import FakeJIT
@@ -332,7 +332,7 @@ def fake_gpu_signed(monkeypatch):
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(fast_launch, "launcher", lambda compiled: compiled.run)
     fast_launch.clear()
-    for k in [rmsnorm_bwd_persistent_kernel, rmsnorm_bwd_workspace_kernel, rmsnorm_bwd_atomic_kernel,
+    for k in [rmsnorm_bwd_persistent_kernel, rmsnorm_bwd_workspace_kernel, rmsnorm_bwd_atomic_kernel, drain_kernel,
               column_sum.column_sum_kernel, triton_forward.rmsnorm_fwd_rows_kernel,
               triton_forward.rmsnorm_fwd_chunked_kernel]:
         wrapper = fast_launch.FastKernel(SignedJIT(k, log))
