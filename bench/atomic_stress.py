@@ -1,13 +1,13 @@
-"""GPU check of the one-launch atomic backward (issue 16): call after call on the steady-state path.
+"""GPU check of the atomic backward on its kept accumulator (issue 16): call after call on the steady-state path.
 
     python bench/atomic_stress.py [--calls 40] [--out DIR]        (default DIR: $OUT, else bench/logs)
 
-The atomic backward's last program writes dγ and leaves its fp32 accumulator and ticket counter zero, and launch
-plans (Python replay, then the native node) keep both buffers for the stream's next call. A missed ordering (a
-program's adds not yet made when the last ticket reads the accumulator) or a buffer left non-zero shows up as a
-wrong dγ on some later call, so each shape is called ``--calls`` times through ``rms_norm(backward="atomic")``
-(the path a training loop takes: the first calls record, the rest replay), each call on fresh random inputs and
-checked against the fp64 reference. Shapes from one row per program (65536 programs at 65536 × 4096) to tiles of rows (N = 512), odd widths and odd M.
+The atomic backward adds every program's dγ into one fp32 accumulator; a drain kernel writes dγ and leaves the
+accumulator zero, and launch plans (Python replay, then the native node) keep it for the stream's next call. A
+drain that missed some adds, or an accumulator left non-zero, shows up as a wrong dγ on some later call. So each
+shape is called ``--calls`` times through ``rms_norm(backward="atomic")`` (the path a training loop takes: the first
+calls record, the rest replay), each call on fresh random inputs and checked against the fp64 reference. Shapes
+from one row per program (65536 programs at 65536 × 4096) to tiles of rows (N = 512), odd widths and odd M.
 Writes ``atomic-stress.json``; exit status 1 when any call is off the reference.
 """
 

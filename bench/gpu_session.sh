@@ -169,7 +169,7 @@ for phase in "$@"; do
       timeout ${BREAKDOWN_S:-120} python3 bench/host_breakdown.py --m 4096 --n 4096 --out "$OUT" 2>&1 | tail -30
       ;;
     atomic-stress)
-      # issue 16: the one-launch atomic backward (last ticket writes dγ, leaves its kept buffers zero), call after call
+      # issue 16: the atomic backward on its kept accumulator (the drain kernel leaves it zero), call after call
       timeout ${STRESS_S:-150} python3 bench/atomic_stress.py --out "$OUT" 2>&1 | tail -20
       ;;
     hostsweep)
