@@ -42,8 +42,9 @@ def merge_rounds(rows: Sequence[ResultRow]) -> ResultRow:
     """One case's rows, one per round, as one row: the round whose median is the median of the rounds' medians (the
     lower middle one for an even count), so its quartiles and GB/s belong together; ``rounds`` and
     ``round_medians_us`` (in the order measured) beside it. ``host_us`` is the median of the rounds' host times
-    (listed in ``round_host_us``): the host's noise is not the GPU's, so the GPU's median round does not pick it. A round that failed the correctness gate makes the case
-    ``wrong``; a case no round could time keeps its last row (skipped or error)."""
+    (listed in ``round_host_us``): the host's noise is not the GPU's, so the GPU's median round does not pick it.
+    A round that failed the correctness gate makes the case ``wrong``; a case no round could time keeps its last
+    row (skipped or error)."""
     if not rows:
         raise ValueError("no rows to merge")
     keys = {(r.impl, r.pass_, r.dtype, r.M, r.N) for r in rows}

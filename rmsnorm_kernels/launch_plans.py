@@ -60,7 +60,7 @@ call on another stream, under graph capture or while poisoning gets its own."""
 
 EMPTY, ZEROS, SCRATCH, ZERO_SCRATCH = 0, 1, 2, 3
 """Output kinds: allocated empty, zero-filled, kept scratch, kept scratch that starts zero and that the call's
-kernels leave zero (the atomic backward's accumulator and ticket counter; `poison.new_zeros(kept=True)`)."""
+kernels leave zero (the atomic backward's accumulator, zeroed by its drain kernel; `poison.new_zeros(kept=True)`)."""
 
 
 def _scratch(key, shape, dtype, device, zero: bool = False) -> torch.Tensor:

@@ -33,12 +33,16 @@ def rmsnorm_backward_reference(
     return dx, dw
 
 
-def relative_error(actual: torch.Tensor, expected: torch.Tensor, scale: float | None = None) -> float:
+def relative_error(actual: torch.Tensor, expected: torch.Tensor, scale: float | None = None, *,
+                   on_host: bool = True) -> float:
     """‖actual − expected‖ / max(‖expected‖, scale) in float64 (NaN or Inf anywhere gives ``inf``: it never
     passes). ``scale`` is the size of the terms a result is the difference of (see `dx_scale`): where they
-    nearly cancel, rounding is judged against them, not against the tiny difference."""
-    a = actual.detach().to(torch.float64).cpu()
-    e = expected.detach().to(torch.float64).cpu()
+    nearly cancel, rounding is judged against them, not against the tiny difference. ``on_host=False`` keeps the
+    arithmetic on the tensors' device (on a GPU host with a slow CPU, 268M fp64 elements take minutes there)."""
+    a = actual.detach().to(torch.float64)
+    e = expected.detach().to(torch.float64)
+    if on_host:
+        a, e = a.cpu(), e.cpu()
     if a.shape != e.shape:
         raise ValueError(f"shape mismatch: got {tuple(a.shape)}, expected {tuple(e.shape)}")
     if not torch.isfinite(a).all():

@@ -38,7 +38,7 @@ using torch::autograd::variable_list;
 namespace {
 
 // As rmsnorm_kernels/launch_plans.py: ZERO_SCRATCH is kept scratch that starts zero and that the plan's kernels
-// leave zero (the atomic backward's accumulator and ticket counter).
+// leave zero (the atomic backward's accumulator, zeroed by its drain kernel).
 enum OutputKind { EMPTY = 0, ZEROS = 1, SCRATCH = 2, ZERO_SCRATCH = 3 };
 
 bool kept_kind(int kind) { return kind == SCRATCH || kind == ZERO_SCRATCH; }

@@ -27,12 +27,11 @@ def backward_key(strategy: Strategy, x2d: torch.Tensor, dy_dtype: torch.dtype, w
 
 def run_strategy(strategy: Strategy, dy: torch.Tensor, x2d: torch.Tensor, w: torch.Tensor, rstd: torch.Tensor):
     """``strategy(dy as rows, x2d, w, rstd)`` -> (dx2d, dγ); as a launch plan (`rmsnorm_kernels.launch_plans`) when
-    dy is contiguous and every pointer 16-byte aligned. dγ may come back in fp32 (a strategy's
-    ``plannable`` form leaves the cast to the caller)."""
+    dy is contiguous and every pointer 16-byte aligned. dγ comes back in ``w``'s dtype (fp32 for Gemma's offset
+    weight: the caller casts it to the weight's)."""
     if launch_plans.ENABLED and dy.is_contiguous() and not ((dy.data_ptr() | x2d.data_ptr() | w.data_ptr() | rstd.data_ptr()) & 15):
         dy2d = dy if dy.dim() == 2 else dy.view(x2d.shape)
-        return BACKWARD_PLANS.call(backward_key(strategy, x2d, dy.dtype, w), (dy2d, x2d, w, rstd),
-                                   getattr(strategy, "plannable", strategy))
+        return BACKWARD_PLANS.call(backward_key(strategy, x2d, dy.dtype, w), (dy2d, x2d, w, rstd), strategy)
     return strategy(as_rows(dy), x2d, w, rstd)
 
 

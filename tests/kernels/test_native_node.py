@@ -199,7 +199,7 @@ def test_scratch_is_kept_for_the_next_call_and_fresh_while_poisoning(node):
 
 
 def test_zeroed_scratch_starts_zero_is_kept_and_is_zeros_while_poisoning(node):
-    """Kind 3 (the atomic backward's accumulator and ticket counter, which its kernel leaves zero): zero-filled when
+    """Kind 3 (the atomic backward's accumulator, which its drain kernel leaves zero): zero-filled when
     first made, then the same buffer call after call; a poisoned call gets fresh zeros, never NaN."""
     strategy, m, n = object(), 8, 16
     seen = []
