@@ -49,6 +49,34 @@ def quartiles(values: list[float]) -> tuple[float, float, float]:
     return q[0], q[1], q[2]
 
 
+def interleaved(names, rounds: int, rng: random.Random, call_one) -> dict[str, list[float]]:
+    """``rounds`` rounds, each calling ``call_one(name, round)`` once for every name in a fresh random order; each
+    name's results in round order. A host whose speed drifts then drifts under every name alike."""
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    order = list(names)
+    for r in range(rounds):
+        rng.shuffle(order)
+        for name in order:
+            samples[name].append(call_one(name, r))
+    return samples
+
+
+def paired_stats(samples: dict[str, list[float]], baseline: str) -> dict[str, dict]:
+    """Per name: the median host time and quartiles; beside the baseline, the median and quartiles of the ratios
+    to the baseline's call of the same round, and in how many rounds it was at or below it."""
+    out = {}
+    for name, values in samples.items():
+        q1, med, q3 = quartiles(values)
+        stats = {"host_us": med, "host_us_q1": q1, "host_us_q3": q3}
+        if name != baseline:
+            ratios = [a / b for a, b in zip(values, samples[baseline])]
+            rq1, rmed, rq3 = quartiles(ratios)
+            stats.update(paired_ratio=rmed, paired_ratio_q1=rq1, paired_ratio_q3=rq3,
+                         rounds_at_or_below=sum(1 for q in ratios if q <= 1.0))
+        out[name] = stats
+    return out
+
+
 def workload(impl: str, pass_: str, m: int, n: int, dtype: torch.dtype, device: torch.device):
     fn = REGISTRY.get(impl).fn
     xs, weight, dys = random_inputs(m, n, dtype, device, sets=1, backward=pass_ == "bwd", seed=m * 131 + n)
@@ -91,30 +119,19 @@ def measure_shape(pass_: str, m: int, n: int, dtype: torch.dtype, device: torch.
     if cuda:
         torch.cuda.synchronize()
     spin_cycles = int(max(4 * host_estimate, SPIN_FLOOR_S) * SPIN_CLOCK_HZ)  # the call never waits for the GPU
-    samples: dict[str, list[float]] = {impl: [] for impl in impls}
-    order = list(impls)
-    for r in range(rounds):
-        rng.shuffle(order)
-        for impl in order:
-            wl = loads[impl]
-            with wl.context():
-                samples[impl].append(timed_call(wl, warm + r, cuda, spin_cycles) * 1e6)
+
+    def one_call(impl: str, r: int) -> float:
+        wl = loads[impl]
+        with wl.context():
+            return timed_call(wl, warm + r, cuda, spin_cycles) * 1e6
+
+    samples = interleaved(impls, rounds, rng, one_call)
     if cuda:
         torch.cuda.synchronize()
     for wl in loads.values():
         wl.release()
-    rows = []
-    for impl in impls:
-        q1, med, q3 = quartiles(samples[impl])
-        row = {"pass": pass_, "dtype": str(dtype).removeprefix("torch."), "M": m, "N": n, "impl": impl,
-               "rounds": rounds, "host_us": med, "host_us_q1": q1, "host_us_q3": q3}
-        if impl != BASELINE:
-            ratios = [a / b for a, b in zip(samples[impl], samples[BASELINE])]
-            rq1, rmed, rq3 = quartiles(ratios)
-            row.update(paired_ratio=rmed, paired_ratio_q1=rq1, paired_ratio_q3=rq3,
-                       rounds_at_or_below=sum(1 for q in ratios if q <= 1.0))
-        rows.append(row)
-    return rows
+    shape = {"pass": pass_, "dtype": str(dtype).removeprefix("torch."), "M": m, "N": n, "rounds": rounds}
+    return [{**shape, "impl": impl, **stats} for impl, stats in paired_stats(samples, BASELINE).items()]
 
 
 def summary(rows: list[dict]) -> list[str]:
