@@ -5,7 +5,8 @@
 1. host_us: median CPU time of one call that only enqueues (the GPU kept busy by ``torch.cuda._sleep``, so
    the call never waits), forward (no grad) and backward (``torch.autograd.grad``), ours vs ``F.rms_norm``,
    bf16 at a few default shapes, in 40 interleaved rounds (each round calls each implementation once, in a fresh
-   order: the host's drift cancels in the paired ratios, bench/host_paired.py); each call's outputs are also checked against ``F.rms_norm`` in fp32 (the
+   order, back to back after one spin and one untimed call: the host's drift cancels in the paired ratios,
+   bench/host_paired.py); each call's outputs are also checked against ``F.rms_norm`` in fp32 (the
    fast launch path launches compiled kernels directly from the second call: this is where it is proven).
 2. ``torch.compile(fullgraph=True)`` (inductor): ``torch._dynamo.explain`` graph breaks, warnings raised,
    values and gradients vs eager; 3. ``torch.export``; 4. ``torch.cuda.make_graphed_callables`` and a whole
@@ -40,15 +41,21 @@ HOST_ROUNDS = 40
 IMPLS = ("triton-persistent", "triton-workspace", "triton-atomic")
 
 
-def _host_us(call, cuda: bool = True) -> float:
-    """The host time of one call that only enqueues: ~2 ms of GPU work is queued first, so it never waits (on CPU,
-    the tests: the whole call)."""
-    if cuda:
-        torch.cuda.synchronize()
-        torch.cuda._sleep(4_000_000)
+def _host_us(call) -> float:
     t0 = time.perf_counter()
     call()
     return (time.perf_counter() - t0) * 1e6
+
+
+def _round_start(cuda: bool, untimed):
+    """Each round's opening (bench/host_paired.py): ~4 ms of GPU work queued first, so no call of the round waits for
+    the GPU (on CPU, the tests: none), then one untimed call, so that every timed call follows a call, not a wait."""
+    def start(r, order):
+        if cuda:
+            torch.cuda.synchronize()
+            torch.cuda._sleep(8_000_000)
+        untimed(order[-1])
+    return start
 
 
 def host_overhead(rounds: int = HOST_ROUNDS, rng: random.Random | None = None, device: str = "cuda", shapes=SHAPES):
@@ -75,12 +82,14 @@ def host_overhead(rounds: int = HOST_ROUNDS, rng: random.Random | None = None, d
             for _ in range(launch_plans.CALLS_TO_A_REPLAY):  # whole steps first: the graph timed is one a
                 torch.autograd.grad(fns[impl](x, w), (x, w), dy)  # training loop's later steps build (native node)
         with torch.no_grad():
-            fwd = paired_stats(interleaved(fns, rounds, rng, lambda impl, r: _host_us(lambda: fns[impl](x, w), cuda)),
-                               BASELINE)
+            fwd = paired_stats(interleaved(fns, rounds, rng, lambda impl, r: _host_us(lambda: fns[impl](x, w)),
+                                           _round_start(cuda, lambda impl: fns[impl](x, w))), BASELINE)
         ys = {impl: fn(x, w) for impl, fn in fns.items()}
-        bwd = paired_stats(interleaved(fns, rounds, rng, lambda impl, r: _host_us(
-            lambda: torch.autograd.grad(ys[impl], (x, w), dy, retain_graph=True), cuda)), BASELINE)
-        del ys
+        grads = {impl: (lambda y: lambda: torch.autograd.grad(y, (x, w), dy, retain_graph=True))(y)
+                 for impl, y in ys.items()}
+        bwd = paired_stats(interleaved(fns, rounds, rng, lambda impl, r: _host_us(grads[impl]),
+                                       _round_start(cuda, lambda impl: grads[impl]())), BASELINE)
+        del ys, grads
         for impl, fn in fns.items():
             errors = []
             for _ in range(3):  # first call (JIT) and later ones (direct launches) are all checked

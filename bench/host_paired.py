@@ -6,9 +6,13 @@ The engine's ``host_us`` times each implementation's calls together, one case af
 (bench/NOTES.md, fourteenth session: a whole round of 20 calls moves by ±15 %), so two rows measured seconds apart
 differ by more than the few µs being compared. Here every round calls each implementation once, in a fresh random
 order, and each of our calls is divided by ``torch-native``'s call of the same round: the drift is common to the
-pair and cancels. Each call is timed as the engine times it: the inputs' graph built untimed (backward), the GPU
-given a spin first so the call only enqueues, ``time.perf_counter`` around the call alone. Implementations are warmed
-up first (the steady-state path a training loop takes: launch plans recorded, the native node's plans registered).
+pair and cancels. Each call is timed as the engine times it: the inputs' graph built untimed (backward),
+``time.perf_counter`` around the call alone, the GPU kept busy by a spin so the call only enqueues. One spin covers
+a whole round, and the round opens with an untimed call: the timed calls follow one another with no wait between
+them, as a training loop's do. (Until 2026-12-06 07:30 UTC each call followed a synchronize and a spin of its own;
+a host thread woken from a long wait is slower, more so after a longer GPU job, so those host times grow with the
+shape: results/checks/host-paired-h100-2026-12-06*.json.) Implementations are warmed up first (the steady-state path
+a training loop takes: launch plans recorded, the native node's plans registered).
 
 Per (pass, shape, implementation): the median host µs and quartiles, and for ours the paired ratios' median and
 quartiles and how many rounds were at or below torch-native. A shape counts as "≤ torch-native" when the median
@@ -49,13 +53,16 @@ def quartiles(values: list[float]) -> tuple[float, float, float]:
     return q[0], q[1], q[2]
 
 
-def interleaved(names, rounds: int, rng: random.Random, call_one) -> dict[str, list[float]]:
-    """``rounds`` rounds, each calling ``call_one(name, round)`` once for every name in a fresh random order; each
-    name's results in round order. A host whose speed drifts then drifts under every name alike."""
+def interleaved(names, rounds: int, rng: random.Random, call_one, round_start=None) -> dict[str, list[float]]:
+    """``rounds`` rounds, each calling ``call_one(name, round)`` once for every name in a fresh random order (after
+    ``round_start(round, order)`` where given); each name's results in round order. A host whose speed drifts then
+    drifts under every name alike."""
     samples: dict[str, list[float]] = {name: [] for name in names}
     order = list(names)
     for r in range(rounds):
         rng.shuffle(order)
+        if round_start is not None:
+            round_start(r, order)
         for name in order:
             samples[name].append(call_one(name, r))
     return samples
@@ -99,11 +106,9 @@ def warm_up(wl, calls: int, cuda: bool) -> float:
     return statistics.median(times[-3:])
 
 
-def timed_call(wl, i: int, cuda: bool, spin_cycles: int) -> float:
+def timed_call(wl, i: int) -> float:
+    """The host time of call ``i`` alone (its inputs' graph built first, untimed)."""
     wl.before(i)
-    if cuda:
-        torch.cuda.synchronize()
-        torch.cuda._sleep(spin_cycles)
     t0 = time.perf_counter()
     wl.call(i)
     return time.perf_counter() - t0
@@ -118,14 +123,25 @@ def measure_shape(pass_: str, m: int, n: int, dtype: torch.dtype, device: torch.
     host_estimate = max(warm_up(wl, warm, cuda) for wl in loads.values())
     if cuda:
         torch.cuda.synchronize()
-    spin_cycles = int(max(4 * host_estimate, SPIN_FLOOR_S) * SPIN_CLOCK_HZ)  # the call never waits for the GPU
+    # the GPU spins through the whole round (an untimed call and every timed one, each with its graph built): no
+    # call waits for it, and the calls follow each other as a training loop's do, with no wait between them
+    spin_cycles = int(max(4 * 2 * (len(impls) + 1) * host_estimate, SPIN_FLOOR_S) * SPIN_CLOCK_HZ)
+
+    def round_start(r: int, order: list[str]) -> None:
+        if cuda:
+            torch.cuda.synchronize()
+            torch.cuda._sleep(spin_cycles)
+        wl = loads[order[-1]]  # untimed: the first timed call follows a call, not a wait, like all the others
+        with wl.context():
+            wl.before(warm + r)
+            wl.call(warm + r)
 
     def one_call(impl: str, r: int) -> float:
         wl = loads[impl]
         with wl.context():
-            return timed_call(wl, warm + r, cuda, spin_cycles) * 1e6
+            return timed_call(wl, warm + r) * 1e6
 
-    samples = interleaved(impls, rounds, rng, one_call)
+    samples = interleaved(impls, rounds, rng, one_call, round_start)
     if cuda:
         torch.cuda.synchronize()
     for wl in loads.values():
@@ -185,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = {"kind": "host-paired", "created_at": devices.utc_now_iso(), "device": info.name,
            "versions": devices.versions(), "git_commit": devices.git_commit(), "host": devices.host(),
            "native_node": devices.native_node_state(), "seed": seed, "rounds": args.rounds, "baseline": BASELINE,
+           "method": "one GPU spin and one untimed call per round, then every implementation's call back to back",
            "rows": rows, "summary": lines}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

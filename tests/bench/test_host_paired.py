@@ -46,7 +46,7 @@ def test_calls_are_interleaved_round_by_round_so_a_drifting_host_cancels(host_pa
     names = {id(REGISTRY.get(i).fn): i for i in ("torch-native", "triton-persistent", "triton-workspace", "triton-atomic")}
     calls = []
 
-    def drifting(wl, i, cuda, spin_cycles):
+    def drifting(wl, i):
         impl = names[id(wl.fn)]
         calls.append((i, impl))
         base = 100e-6 * (1 + 0.01 * len(calls))
@@ -65,3 +65,16 @@ def test_calls_are_interleaved_round_by_round_so_a_drifting_host_cancels(host_pa
             assert r["paired_ratio"] == pytest.approx(factor, rel=0.035)
             assert r["rounds_at_or_below"] == (31 if factor < 1 else 0)
     assert all(verdict in line for line in doc["summary"])
+
+
+def test_each_round_opens_with_its_hook_then_calls_every_name_once(host_paired):
+    import random
+
+    log = []
+    samples = host_paired.interleaved(("a", "b", "c"), 4, random.Random(5),
+                                      lambda name, r: log.append((r, name)) or float(len(log)),
+                                      lambda r, order: log.append((r, "start", tuple(order))))
+    for r in range(4):
+        start, *calls = log[4 * r:4 * r + 4]
+        assert start[:2] == (r, "start") and [c for c in calls] == [(r, name) for name in start[2]]
+    assert {k: len(v) for k, v in samples.items()} == {"a": 4, "b": 4, "c": 4}
