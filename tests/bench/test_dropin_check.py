@@ -1,21 +1,16 @@
 """bench/dropin_check.py's host table (issue 16): every implementation's forward and backward timed in interleaved
 rounds and paired with F.rms_norm's call of the same round; on CPU (the Triton interpreter) the real thing, small."""
 
-import importlib.util
 import random
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def dropin():
-    spec = importlib.util.spec_from_file_location("dropin_check", ROOT / "bench" / "dropin_check.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("dropin_check")
 
 
 def test_host_table_pairs_every_implementation_with_torch_native_and_checks_values(dropin, monkeypatch):

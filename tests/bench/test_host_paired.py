@@ -2,21 +2,16 @@
 cancels. On CPU (the Triton interpreter): a real run of every implementation, and the pairing itself with a host
 whose speed drifts round by round."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def host_paired():
-    spec = importlib.util.spec_from_file_location("host_paired", ROOT / "bench" / "host_paired.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("host_paired")
 
 
 def test_a_real_run_times_every_implementation_and_writes_its_file(host_paired, tmp_path, capsys):
