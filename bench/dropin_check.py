@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from bench.host_paired import interleaved, paired_stats  # noqa: E402
+from bench.host_paired import interleaved, paired_stats, round_opening  # noqa: E402
 from engine import device as devices  # noqa: E402
 from rmsnorm_kernels import launch_plans, native  # noqa: E402
 from rmsnorm_kernels.module import RMSNorm  # noqa: E402
@@ -38,6 +38,7 @@ from rmsnorm_kernels.module import RMSNorm  # noqa: E402
 SHAPES = ((4096, 1024), (4096, 4096), (16384, 4096), (4096, 8192), (1024, 2048))
 BASELINE = "torch-native"
 HOST_ROUNDS = 40
+SPIN_CYCLES = 8_000_000  # ~4 ms of GPU work opens each round: longer than any round's calls take to enqueue
 IMPLS = ("triton-persistent", "triton-workspace", "triton-atomic")
 
 
@@ -45,17 +46,6 @@ def _host_us(call) -> float:
     t0 = time.perf_counter()
     call()
     return (time.perf_counter() - t0) * 1e6
-
-
-def _round_start(cuda: bool, untimed):
-    """Each round's opening (bench/host_paired.py): ~4 ms of GPU work queued first, so no call of the round waits for
-    the GPU (on CPU, the tests: none), then one untimed call, so that every timed call follows a call, not a wait."""
-    def start(r, order):
-        if cuda:
-            torch.cuda.synchronize()
-            torch.cuda._sleep(8_000_000)
-        untimed(order[-1])
-    return start
 
 
 def host_overhead(rounds: int = HOST_ROUNDS, rng: random.Random | None = None, device: str = "cuda", shapes=SHAPES):
@@ -83,12 +73,13 @@ def host_overhead(rounds: int = HOST_ROUNDS, rng: random.Random | None = None, d
                 torch.autograd.grad(fns[impl](x, w), (x, w), dy)  # training loop's later steps build (native node)
         with torch.no_grad():
             fwd = paired_stats(interleaved(fns, rounds, rng, lambda impl, r: _host_us(lambda: fns[impl](x, w)),
-                                           _round_start(cuda, lambda impl: fns[impl](x, w))), BASELINE)
+                                           round_opening(cuda, SPIN_CYCLES, lambda impl, r: fns[impl](x, w))),
+                               BASELINE)
         ys = {impl: fn(x, w) for impl, fn in fns.items()}
         grads = {impl: (lambda y: lambda: torch.autograd.grad(y, (x, w), dy, retain_graph=True))(y)
                  for impl, y in ys.items()}
         bwd = paired_stats(interleaved(fns, rounds, rng, lambda impl, r: _host_us(grads[impl]),
-                                       _round_start(cuda, lambda impl: grads[impl]())), BASELINE)
+                                       round_opening(cuda, SPIN_CYCLES, lambda impl, r: grads[impl]())), BASELINE)
         del ys, grads
         for impl, fn in fns.items():
             errors = []

@@ -68,6 +68,18 @@ def interleaved(names, rounds: int, rng: random.Random, call_one, round_start=No
     return samples
 
 
+def round_opening(cuda: bool, spin_cycles: int, untimed):
+    """A round's opening for `interleaved`: on CUDA, ``spin_cycles`` of GPU work queued behind an empty queue, long
+    enough that no call of the round waits for the GPU; then ``untimed(name)`` for the round's last name, so the
+    first timed call follows a call, not a wait, like all the others (a training loop's calls follow each other)."""
+    def start(r: int, order: list[str]) -> None:
+        if cuda:
+            torch.cuda.synchronize()
+            torch.cuda._sleep(spin_cycles)
+        untimed(order[-1], r)
+    return start
+
+
 def paired_stats(samples: dict[str, list[float]], baseline: str) -> dict[str, dict]:
     """Per name: the median host time and quartiles; beside the baseline, the median and quartiles of the ratios
     to the baseline's call of the same round, and in how many rounds it was at or below it."""
@@ -127,11 +139,8 @@ def measure_shape(pass_: str, m: int, n: int, dtype: torch.dtype, device: torch.
     # call waits for it, and the calls follow each other as a training loop's do, with no wait between them
     spin_cycles = int(max(4 * 2 * (len(impls) + 1) * host_estimate, SPIN_FLOOR_S) * SPIN_CLOCK_HZ)
 
-    def round_start(r: int, order: list[str]) -> None:
-        if cuda:
-            torch.cuda.synchronize()
-            torch.cuda._sleep(spin_cycles)
-        wl = loads[order[-1]]  # untimed: the first timed call follows a call, not a wait, like all the others
+    def untimed(impl: str, r: int) -> None:
+        wl = loads[impl]
         with wl.context():
             wl.before(warm + r)
             wl.call(warm + r)
@@ -141,7 +150,7 @@ def measure_shape(pass_: str, m: int, n: int, dtype: torch.dtype, device: torch.
         with wl.context():
             return timed_call(wl, warm + r) * 1e6
 
-    samples = interleaved(impls, rounds, rng, one_call, round_start)
+    samples = interleaved(impls, rounds, rng, one_call, round_opening(cuda, spin_cycles, untimed))
     if cuda:
         torch.cuda.synchronize()
     for wl in loads.values():

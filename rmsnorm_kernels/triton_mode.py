@@ -110,3 +110,8 @@ def dependent_launch(device) -> bool:
     if device.type != "cuda":
         return False
     return _cuda_capability_major(device.index if device.index is not None else torch.cuda.current_device()) >= 9
+
+
+def dependent_launch_options(pdl: bool) -> dict:
+    """The launch keywords of a follow-up kernel queued with programmatic dependent launch when ``pdl`` is set."""
+    return {"launch_pdl": True} if pdl else {}

@@ -21,7 +21,7 @@ from rmsnorm_kernels.fast_launch import fast
 from rmsnorm_kernels.poison import new_output, new_zeros
 from rmsnorm_kernels.triton_backward.column_sum import allow_dependent_launch
 from rmsnorm_kernels.triton_backward.dx import backward_tile, load_weight_segments, rmsnorm_bwd_rows
-from rmsnorm_kernels.triton_mode import dependent_launch
+from rmsnorm_kernels.triton_mode import dependent_launch, dependent_launch_options
 
 
 @triton.jit
@@ -97,5 +97,5 @@ def atomic_backward(dy2d, x2d, weight, rstd, *, tile=None, pdl: bool | None = No
         ROWS=tile.rows, USE_PDL=pdl, num_warps=tile.num_warps, **tile.segments(n).constants(),
     )
     fast(drain_kernel)[(-(-n // DRAIN_BLOCK),)](acc, dw, n, BLOCK=DRAIN_BLOCK, USE_PDL=pdl, num_warps=4,
-                                               **({"launch_pdl": True} if pdl else {}))
+                                               **dependent_launch_options(pdl))
     return dx, dw

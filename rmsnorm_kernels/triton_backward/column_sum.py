@@ -17,7 +17,7 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 from rmsnorm_kernels.fast_launch import fast
 from rmsnorm_kernels.poison import new_output
 from rmsnorm_kernels.segments import next_power_of_two
-from rmsnorm_kernels.triton_mode import dependent_launch
+from rmsnorm_kernels.triton_mode import dependent_launch, dependent_launch_options
 
 
 @triton.jit
@@ -62,9 +62,8 @@ def column_sum(partial: torch.Tensor, out_dtype: torch.dtype, *, blocks: tuple |
     out = new_output((n,), out_dtype, partial.device)
     block_g, block_n = blocks or column_sum_blocks(g, n)
     pdl = dependent_launch(partial.device) if pdl is None else pdl
-    launch = {"launch_pdl": True} if pdl else {}
     fast(column_sum_kernel)[(-(-n // block_n),)](
         partial, out, g, n, partial.stride(0), BLOCK_G=block_g, BLOCK_N=block_n, USE_PDL=pdl,
-        num_warps=num_warps or COLUMN_SUM_WARPS, **launch
+        num_warps=num_warps or COLUMN_SUM_WARPS, **dependent_launch_options(pdl)
     )
     return out
