@@ -10,6 +10,7 @@ M ≥ 16384; `triton-workspace` ≥ the best of torch-native and liger. Peers: e
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections import defaultdict
@@ -119,5 +120,12 @@ def host(path: str) -> int:
 
 
 if __name__ == "__main__":
-    modes = {"--models": models, "--host": host}
-    sys.exit(modes[sys.argv[1]](sys.argv[2]) if sys.argv[1] in modes else main(sys.argv[1]))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--models", action="store_const", dest="check", const=models, default=main,
+                      help="issue 15's targets, a summary per dtype")
+    mode.add_argument("--host", action="store_const", dest="check", const=host,
+                      help="issue 16: host_us of ours ≤ torch-native's")
+    ap.add_argument("file", help="a results file (JSON)")
+    args = ap.parse_args()
+    sys.exit(args.check(args.file))

@@ -174,10 +174,21 @@ def summary(rows: list[dict]) -> list[str]:
     return lines
 
 
+def sizes(text: str) -> list[int]:
+    """A comma-separated list of positive sizes (``--m`` / ``--n``)."""
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"comma-separated whole numbers, not {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"sizes of at least 1, not {text!r}")
+    return values
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--m", default="4096,16384,65536")
-    ap.add_argument("--n", default="512,1024,2048,4096,8192,16384")
+    ap.add_argument("--m", type=sizes, default="4096,16384,65536")
+    ap.add_argument("--n", type=sizes, default="512,1024,2048,4096,8192,16384")
     ap.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     ap.add_argument("--pass", dest="passes", default="fwd,bwd")
     ap.add_argument("--rounds", type=int, default=60)
@@ -197,8 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     for pass_ in args.passes.split(","):
         if pass_ not in OURS:
             ap.error(f"--pass: fwd and/or bwd, not {pass_!r}")
-        for m in (int(v) for v in args.m.split(",")):
-            for n in (int(v) for v in args.n.split(",")):
+        for m in args.m:
+            for n in args.n:
                 shape_rows = measure_shape(pass_, m, n, DTYPES[args.dtype], device, args.rounds, rng)
                 rows.extend(shape_rows)
                 print(f"{pass_} {m:>6}×{n:<6} " + "  ".join(

@@ -73,3 +73,12 @@ def test_each_round_opens_with_its_hook_then_calls_every_name_once(host_paired):
         start, *calls = log[4 * r:4 * r + 4]
         assert start[:2] == (r, "start") and [c for c in calls] == [(r, name) for name in start[2]]
     assert {k: len(v) for k, v in samples.items()} == {"a": 4, "b": 4, "c": 4}
+
+
+@pytest.mark.parametrize("flag, value, says", [("--m", "abc", "comma-separated whole numbers"), ("--n", "512,0", "at least 1")])
+def test_bad_sizes_are_refused_with_the_flag_named(host_paired, capsys, flag, value, says):
+    with pytest.raises(SystemExit) as exit_:
+        host_paired.main(["--device", "cpu", flag, value])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}" in err and says in err
