@@ -31,6 +31,8 @@ dsl_path
 # machine before a call and name .git-commit in the call's carry (it is ignored), and the runs record that commit
 [ -z "${GIT_COMMIT:-}" ] && [ -f .git-commit ] && export GIT_COMMIT=$(cat .git-commit)
 dash() { python3 -m rmsnorm_dash "$@"; }
+# a table tuned earlier in this machine's life (phase tune) is the one every later phase runs with
+[ -f "$KEEP/sm90.json" ] && export RMSNORM_CONFIG_TABLE=$KEEP/sm90.json
 
 for phase in "$@"; do
   echo "=== phase $phase ($(date -u +%H:%M:%S))"
@@ -51,6 +53,25 @@ for phase in "$@"; do
         || { echo "cutlass dsl install failed"; exit 1; }
       dsl_path  # the cutlass_dsl folder exists only now: later phases of this call need it on the path
       python3 -c 'import quack, cutlass; print("quack OK", getattr(quack, "__version__", "?"))' 2>&1 | tail -3
+      ;;
+    tune)
+      # issue 33: rmsnorm-dash tune on this GPU (the table goes to $KEEP and $OUT; later phases use it)
+      nvidia-smi --query-gpu=name,uuid,memory.total,driver_version,clocks.sm,clocks.mem --format=csv
+      timeout -s INT ${TUNE_S:-560} python3 -m rmsnorm_dash tune ${TUNE_ARGS:-} --out "$KEEP/sm90.json" 2>&1 | tee "$OUT/tune.log" | tail -c 6000
+      cp "$KEEP/sm90.json" "$OUT/" 2>/dev/null && export RMSNORM_CONFIG_TABLE=$KEEP/sm90.json
+      ;;
+    warm-scan)
+      # issue 33: compile the configurations in force at the scan's widths in parallel before the sweep does
+      widths=$(python3 -c 'from engine.presets import get_preset, random_widths; print(",".join(map(str, get_preset("widths")["N"] + random_widths(8, int("'"${WIDTH_SEED:-2026}"'")))))')
+      for dt in ${WARM_DTYPES:-bfloat16 float16}; do
+        timeout ${WARM_S:-240} python3 -m rmsnorm_dash tune --warm --dtype $dt --widths "$widths" 2>&1 | tail -8
+      done
+      ;;
+    check-widths)
+      # issue 33: our kernels against fp64 at every width of the scan and 8 random widths (M 1027)
+      timeout ${CHECK_S:-300} python3 -m rmsnorm_dash check --impl triton --impl triton-persistent --impl triton-workspace \
+        --impl triton-atomic --dtype bfloat16 --dtype float16 --widths --random-widths 8 --width-seed ${WIDTH_SEED:-2026} > "$OUT/check-widths.txt" 2>&1
+      echo "check exit code $?"; head -3 "$OUT/check-widths.txt"; grep -v " ok$" "$OUT/check-widths.txt" | tail -20
       ;;
     check)
       nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv
@@ -98,6 +119,7 @@ for phase in "$@"; do
       # run keeps whole dtypes); "bf16,fp16" one run of both (one header, one ceiling). The CLI rewrites its file
       # with the rows so far every 30 s, so models-wait can bring a running sweep's rows back.
       rm -f "$KEEP/sweep.done" "$KEEP/sweep.log" "$KEEP"/models-*.json
+      preset=${SWEEP_PRESET:-models}; extra=${SWEEP_EXTRA:-}
       # SWEEP_SPLIT=1: the forward pass (ours: triton) then the backward pass (ours: triton-persistent), both dtypes
       # in each, two files (models-fwd.json, models-bwd.json) within one SWEEP_S: the rows nobody reads (the same
       # forward kernel under a second name, the non-persistent backward) are not measured
@@ -106,9 +128,9 @@ for phase in "$@"; do
       if [ -n "${SWEEP_SPLIT:-}" ]; then
         (setsid bash -c "end=\$(( \$(date +%s) + ${SWEEP_S:-1500} ));
           for pass in fwd bwd; do
-            ours=triton; [ \$pass = bwd ] && ours=triton-persistent;
+            ours=${SWEEP_OURS_FWD:-triton}; [ \$pass = bwd ] && ours=${SWEEP_OURS_BWD:-triton-persistent};
             left=\$(( end - \$(date +%s) )); [ \$left -gt 10 ] || break;
-            timeout -s INT \$left python3 -m rmsnorm_dash bench --preset models --pass \$pass --impl $peers,\$ours \
+            timeout -s INT \$left python3 -m rmsnorm_dash bench --preset $preset $extra --pass \$pass --impl $peers,\$ours \
               --dtype ${SWEEP_DTYPES:-bf16,fp16} --reps ${SWEEP_REPS:-30} --out $KEEP/models-\$pass.json --quiet; rc=\$?;
           done > $KEEP/sweep.log 2>&1; echo \$rc > $KEEP/sweep.done" &)
       else
@@ -123,7 +145,7 @@ for phase in "$@"; do
       # bring back what exists (a running sweep's file holds its rows as of its last rewrite)
       for _ in $(seq $(( ${WAIT_S:-500} / 5 ))); do [ -f "$KEEP/sweep.done" ] && break; sleep 5; done
       if [ ! -f "$KEEP/sweep.done" ] && [ -z "${KEEP_RUNNING:-}" ]; then
-        pkill -INT -f "rmsnorm_dash bench --preset models"; for _ in $(seq 12); do [ -f "$KEEP/sweep.done" ] && break; sleep 5; done
+        pkill -INT -f "rmsnorm_dash bench --preset"; for _ in $(seq 12); do [ -f "$KEEP/sweep.done" ] && break; sleep 5; done
       fi
       cp "$KEEP"/models-*.json "$OUT/" 2>/dev/null; tail -c 30000 "$KEEP/sweep.log" > "$OUT/sweep.log"
       [ -f "$KEEP/smi.csv" ] && gzip -c "$KEEP/smi.csv" > "$OUT/smi.csv.gz"

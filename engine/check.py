@@ -187,14 +187,32 @@ def check_main(argv=None) -> int:
     parser.add_argument("--preset-widths", action="store_true",
                         help="add every model width of the models preset and N = 1000, 5000, 12345 at an odd M "
                              "(3 on CPU, 4099 on a GPU)")
+    parser.add_argument("--widths", action="store_true",
+                        help="add every width of the widths preset (multiples of 256 up to 16384) at an odd M "
+                             "(3 on CPU, 1027 on a GPU)")
+    parser.add_argument("--random-widths", type=int, default=0, metavar="K",
+                        help="add K random widths (not multiples of 64), drawn from --width-seed, at that odd M")
+    parser.add_argument("--width-seed", type=int, help="seed of --random-widths (default: fresh, printed)")
     args = parser.parse_args(argv)
     load_all(extra_paths=args.plugin)
     shapes = list(args.shape or [])
+    device = torch.device(args.device) if args.device else default_device()
+    odd_m = 3 if device.type == "cpu" else None
+    if (args.preset_widths or args.widths or args.random_widths) and not shapes:
+        shapes = list(GPU_SHAPES if device.type == "cuda" else CPU_SHAPES)
     if args.preset_widths:
-        device = torch.device(args.device) if args.device else default_device()
-        if not shapes:
-            shapes = list(GPU_SHAPES if device.type == "cuda" else CPU_SHAPES)
-        shapes += preset_shapes(4099 if device.type == "cuda" else 3)
+        shapes += preset_shapes(odd_m or 4099)
+    if args.widths:
+        from engine.presets import get_preset
+
+        shapes += [(odd_m or 1027, n) for n in get_preset("widths")["N"]]
+    if args.random_widths:
+        from engine.presets import random_widths
+
+        width_seed = args.width_seed if args.width_seed is not None else random.SystemRandom().randrange(2**31)
+        drawn = random_widths(args.random_widths, width_seed)
+        print(f"random widths (seed {width_seed}): {', '.join(map(str, drawn))}", flush=True)
+        shapes += [(odd_m or 1027, n) for n in drawn]
 
     def show(row: dict) -> None:
         print(format_check_row(row), flush=True)

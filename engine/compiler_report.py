@@ -53,36 +53,32 @@ def compiled_resources(kernel, signature: dict, constants: dict, num_warps: int,
     return Resources(int(found[1]), int(found[2]), int(found[3]) + compiled.metadata.shared)
 
 
-def persistent_backward_resources(n: int, tile=None) -> Resources:
-    """The persistent backward kernel as `persistent_backward` launches it for rows of width ``n`` (bf16)."""
-    from rmsnorm_kernels.triton_backward.dx import backward_tile, pipeline_stages
-    from rmsnorm_kernels.experimental import rmsnorm_bwd_persistent_halves_kernel
+def persistent_backward_resources(n: int, config=None, m: int = 16384) -> Resources:
+    """The persistent backward kernel as `persistent_backward` launches it for [m, n] bf16 rows (the configuration
+    in force, or ``config``)."""
+    from rmsnorm_kernels.triton_backward.dx import backward_config, pipeline_stages, row_layout
     from rmsnorm_kernels.triton_backward.persistent import rmsnorm_bwd_persistent_kernel
 
-    tile = tile or backward_tile(n)
-    stages = pipeline_stages(tile, 2, tile.programs_per_sm, tile.stages)
-    if tile.column_halves:
-        return compiled_resources(rmsnorm_bwd_persistent_halves_kernel, BACKWARD_SIGNATURE,
-                                  {"HALF": tile.block // 2, "NUM_STAGES": stages, "USE_PDL": True}, tile.num_warps,
-                                  stages)
+    config = config or backward_config("persistent", m, n)
+    stages = pipeline_stages(config, n, 2)
     return compiled_resources(rmsnorm_bwd_persistent_kernel, BACKWARD_SIGNATURE,
-                              {"ROWS": tile.rows, "NUM_STAGES": stages, "RELOAD_W": tile.reload_weight,
-                               "USE_PDL": True, **tile.segments(n).constants()}, tile.num_warps, stages)
+                              {"ROWS": config.rows, "NUM_STAGES": stages, "RELOAD_W": config.reload_weight,
+                               "USE_PDL": True, **row_layout(config, n).constants()}, config.num_warps, stages)
 
 
 def main() -> int:
     from engine.presets import get_preset
-    from rmsnorm_kernels.triton_backward.dx import TUNED_BACKWARD, backward_tile
+    from rmsnorm_kernels.triton_backward.dx import backward_config, row_layout
 
-    print(f"{'N':>6} {'segments':<18} {'rows':>4} {'warps':>5} {'k':>2} {'stages':>6} {'variant':<14} {'regs':>5} "
+    print(f"{'N':>6} {'segments':<18} {'rows':>4} {'warps':>5} {'k':>2} {'stages':>6} {'reload γ':<8} {'regs':>5} "
           f"{'spill B':>8} {'smem B':>8}")
-    for n in sorted(set(TUNED_BACKWARD) | set(get_preset("models")["N"])):
-        tile = backward_tile(n)
-        r = persistent_backward_resources(n)
-        variant = "reload-weight" if tile.reload_weight else "column-halves" if tile.column_halves else "-"
-        segments = "+".join(map(str, tile.segments(n).widths))
-        print(f"{n:>6} {segments:<18} {tile.rows:>4} {tile.num_warps:>5} {tile.programs_per_sm:>2} {tile.stages:>6} "
-              f"{variant:<14} {r.registers:>5} {r.spill_stack_bytes:>8} {r.shared_bytes:>8}")
+    for n in get_preset("models")["N"]:
+        config = backward_config("persistent", 16384, n)
+        r = persistent_backward_resources(n, config)
+        segments = "+".join(map(str, row_layout(config, n).widths))
+        print(f"{n:>6} {segments:<18} {config.rows:>4} {config.num_warps:>5} {config.programs_per_sm:>2} "
+              f"{config.stages:>6} {str(config.reload_weight):<8} {r.registers:>5} {r.spill_stack_bytes:>8} "
+              f"{r.shared_bytes:>8}")
     return 0
 
 

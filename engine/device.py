@@ -235,7 +235,20 @@ def run_header(info: DeviceInfo, run_id: str, sweep: dict[str, Any], ceiling: An
         git_dirty=git_dirty(),
         host=host(),
         sweep=sweep,
+        kernel_configs=kernel_configs(info),
     )
+
+
+def kernel_configs(info: DeviceInfo) -> dict[str, Any]:
+    """Which configuration the Triton kernels ran with on this device: the tuned table (its name, the device it was
+    tuned on, when) or the rule (`rmsnorm_kernels.kernel_config`)."""
+    from rmsnorm_kernels.kernel_config import arch_of, describe as describe_configs
+
+    capability = tuple(int(p) for p in info.capability.split(".")) if info.kind == "cuda" and info.capability else None
+    try:
+        return describe_configs(arch_of(capability))
+    except (OSError, ValueError) as exc:  # a malformed table: the run says so instead of failing
+        return {"table": None, "source": "error", "error": str(exc)[:200]}
 
 
 def use_triton_interpreter_without_gpu() -> bool:

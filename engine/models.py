@@ -16,15 +16,18 @@ service can validate a request without touching a device.
 
 from __future__ import annotations
 
+import secrets
 from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from rmsnorm_kernels.registry import Registry, default_registry  # noqa: F401  (re-exported)
-from engine.presets import get_preset
+from engine.presets import get_preset, random_widths
 from rmsnorm_kernels.limits import DEFAULT_SM_COUNT, DEVICE_RE, MAX_N  # noqa: F401  (MAX_N, DEFAULT_SM_COUNT re-exported for the service)
 
 MAX_LIST = 64
+MAX_WIDTHS = 128
+"""N may list more values than the other lists: a width scan (64 widths) plus random widths."""
 MAX_M = 1 << 20
 MAX_ELEMENTS = 1 << 31
 """Largest M·N of one case (elements of x)."""
@@ -54,6 +57,7 @@ Cols = Annotated[int, Field(json_schema_extra={"minimum": 1, "maximum": MAX_N})]
 """M and N: the limits are in the schema (so a fuzzer's schema-valid values pass) and enforced by the sweep's own
 validators, whose messages name the value and the range."""
 SHAPE_LIST = {"uniqueItems": True, "minItems": 1, "maxItems": MAX_LIST}
+WIDTH_LIST = {"uniqueItems": True, "minItems": 1, "maxItems": MAX_WIDTHS}
 Name = Annotated[str, Field(min_length=1, max_length=64)]
 Short = Annotated[str, Field(max_length=200)]
 """Strings of imported files are bounded, so one file cannot make every listing megabytes long."""
@@ -86,11 +90,11 @@ class AliasModel(BaseModel):
         return super().model_dump_json(**kwargs)
 
 
-def _unique_bounded(values: list, field: str) -> list:
+def _unique_bounded(values: list, field: str, limit: int = MAX_LIST) -> list:
     if not values:
         raise ValueError(f"{field} must not be empty")
-    if len(values) > MAX_LIST:
-        raise ValueError(f"{field} has {len(values)} entries; at most {MAX_LIST} are allowed")
+    if len(values) > limit:
+        raise ValueError(f"{field} has {len(values)} entries; at most {limit} are allowed")
     seen = set()
     dupes = [v for v in values if v in seen or seen.add(v)]
     if dupes:
@@ -111,7 +115,11 @@ class Sweep(AliasModel):
     dtypes: list[Annotated[str, Field(max_length=16)]] = Field(
         default_factory=lambda: ["bfloat16"], min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE, description="bfloat16/float16/float32 or bf16/fp16/fp32/half/float")
     M: list[Rows] = Field(default_factory=lambda: [4096, 16384, 65536], json_schema_extra=SHAPE_LIST, description=f"rows, 1..{MAX_M} (M·N at most {MAX_ELEMENTS})")
-    N: list[Cols] = Field(default_factory=lambda: [512, 1024, 2048, 4096, 8192, 16384], json_schema_extra=SHAPE_LIST, description=f"row length, 1..{MAX_N}")
+    N: list[Cols] = Field(default_factory=lambda: [512, 1024, 2048, 4096, 8192, 16384], json_schema_extra=WIDTH_LIST, description=f"row length, 1..{MAX_N}")
+    random_widths: int = Field(default=0, ge=0, le=MAX_LIST - 1, description="add this many random widths (not "
+                               "multiples of 64) to N, drawn from `seed`")
+    seed: Optional[int] = Field(default=None, ge=0, le=2**31 - 1, description="seed of the random widths; omitted: "
+                                "a fresh one, recorded in the run's sweep")
     repetitions: int = Field(default=100, ge=1, le=10000)
     warmup: int = Field(default=10, ge=0, le=1000)
     device: str = Field(default="auto", max_length=16, description='"auto", "cpu", "cuda" or "cuda:<index>"')
@@ -169,7 +177,7 @@ class Sweep(AliasModel):
     @field_validator("N")
     @classmethod
     def _n(cls, value: list[int], info: ValidationInfo) -> list[int]:
-        _unique_bounded(value, "N")
+        _unique_bounded(value, "N", MAX_WIDTHS)
         bad = [n for n in value if not 1 <= n <= MAX_N]
         if bad:
             raise ValueError(f"N values must be in 1..{MAX_N}, got {bad}")
@@ -192,17 +200,24 @@ class Sweep(AliasModel):
 
     @model_validator(mode="after")
     def _apply_preset(self) -> "Sweep":
-        """A preset's M and N replace the defaults. "Explicit" means the field was in the request
+        """A preset's M and N replace the defaults, then ``random_widths`` widths drawn from ``seed`` join N. "Explicit" means the field was in the request
         (pydantic's ``model_fields_set``): an explicit M or N wins, even when equal to the default; the other
         comes from the preset. The validated sweep then carries the resolved lists (and keeps ``preset``)."""
-        if self.preset is None:
+        if self.preset is not None:
+            preset = get_preset(self.preset)
+            explicit = self.model_fields_set
+            if "M" not in explicit:
+                self.M = list(preset["M"])
+            if "N" not in explicit:
+                self.N = list(preset["N"])
+        elif not self.random_widths:
             return self
-        preset = get_preset(self.preset)
-        explicit = self.model_fields_set
-        if "M" not in explicit:
-            self.M = list(preset["M"])
-        if "N" not in explicit:
-            self.N = list(preset["N"])
+        if self.random_widths:
+            if self.seed is None:
+                self.seed = secrets.randbelow(2**31)
+            # the same seed draws the same widths: validating the recorded sweep again adds nothing
+            drawn = [n for n in random_widths(self.random_widths, self.seed) if n not in self.N]
+            self.N = sorted(_unique_bounded([*self.N, *drawn], "N", MAX_WIDTHS))
         too_big = [(m, n) for m in self.M for n in self.N if m * n > MAX_ELEMENTS]
         if too_big:
             m, n = max(too_big, key=lambda mn: mn[0] * mn[1])

@@ -3,7 +3,9 @@
 
 ``models``: the hidden sizes of widely used models (the RMSNorm row width N), each with the models it stands
 for (``hidden_size`` of the models' published configurations), at M = 4096, 16384 and 65536 rows
-(tokens per step). ``default``: the power-of-two sweep every committed result file before it used.
+(tokens per step). ``widths``: every multiple of 256 up to 16384 at 16384 rows (a scan for cliffs). ``default``: the
+power-of-two sweep every committed result file before it used. `random_widths` draws widths that are not multiples of
+64 from a seed (``random_widths`` and ``seed`` in a sweep).
 """
 
 from __future__ import annotations
@@ -35,6 +37,13 @@ PRESETS: dict[str, dict[str, Any]] = {
         "N": sorted(MODEL_WIDTHS),
         "labels": {n: list(names) for n, names in MODEL_WIDTHS.items()},
     },
+    "widths": {
+        "description": "a width scan: every multiple of 256 from 256 to 16384 at 16384 rows (cliffs between the "
+        "widths anyone tuned show as dips in a line of GB/s over N)",
+        "M": [16384],
+        "N": list(range(256, 16384 + 1, 256)),
+        "labels": {},
+    },
     "default": {
         "description": "powers of two, N 512 … 16384 at 4096 / 16384 / 65536 rows",
         "M": [4096, 16384, 65536],
@@ -42,6 +51,24 @@ PRESETS: dict[str, dict[str, Any]] = {
         "labels": {},
     },
 }
+
+
+RANDOM_WIDTH_RANGE = (65, 16384)
+
+
+def random_widths(count: int, seed: int) -> list[int]:
+    """``count`` distinct widths in `RANDOM_WIDTH_RANGE`, none a multiple of 64 (no kernel's power-of-two tiles
+    fit them), drawn from ``seed`` (the same seed gives the same widths everywhere)."""
+    import random
+
+    rng = random.Random(seed)
+    low, high = RANDOM_WIDTH_RANGE
+    chosen: set[int] = set()
+    while len(chosen) < count:
+        n = rng.randint(low, high)
+        if n % 64:
+            chosen.add(n)
+    return sorted(chosen)
 
 
 def preset_names() -> list[str]:

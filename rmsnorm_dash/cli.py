@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ceiling-bytes", type=int, help="copy-ceiling buffer size in bytes (default 2 GiB GPU / 1 GiB CPU)")
     p.add_argument("--preset", help="a named shape preset (e.g. models: hidden sizes of real models); "
                    "its M and N replace the defaults, --m/--n still win")
+    p.add_argument("--random-widths", type=int, metavar="K",
+                   help="add K random widths (not multiples of 64) to N, drawn from --seed (recorded in the run)")
+    p.add_argument("--seed", type=int, help="seed of --random-widths (default: a fresh one, recorded in the run)")
     p.add_argument("--profile", action="store_true", help="record each case's kernels with their times (torch.profiler)")
     p.add_argument("--no-verify", action="store_true", help="skip the per-case check against the fp64 reference")
     p.add_argument("--baseline", help="implementation the speedups are relative to (default torch-native)")
@@ -98,6 +101,19 @@ def build_parser() -> argparse.ArgumentParser:
                    "its median round, every round's median listed (where noise decides who wins)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(handler=cmd_bench, subparser=p)
+
+    p = sub.add_parser("tune", help="tune the Triton kernels on this GPU over a grid of widths and write its table")
+    p.add_argument("--widths", type=_int_list, help="row widths to tune (default: 27 from 128 to 16384; see engine.tune)")
+    p.add_argument("--m", type=_int_list, help="row counts to tune (default: 4096,32768)")
+    p.add_argument("--kinds", type=_csv, help="fwd,persistent,workspace,atomic (default: all four)")
+    p.add_argument("--quick", action="store_true", help="9 widths instead of 27 (a first look, about a third of the time)")
+    p.add_argument("--dtype", default="bfloat16", help="dtype the kernels are timed in (default bfloat16)")
+    p.add_argument("--workers", type=int, help="compile processes (default: CPU cores - 1)")
+    p.add_argument("--out", type=Path, help="table file (default: rmsnorm_kernels/configs/<arch>.json, read from the "
+                   "next start)")
+    p.add_argument("--warm", action="store_true", help="only compile the configurations in force at --widths × --m "
+                   "in parallel (fills Triton's cache before a sweep); no timing, no table")
+    p.set_defaults(handler=cmd_tune, subparser=p)
 
     p = sub.add_parser("compare", help="NEW/BASE GB/s per shape and implementation of two result files")
     p.add_argument("base", type=Path, help="the base result file (JSON)")
@@ -179,7 +195,7 @@ def cmd_bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     request.update({field: value for field, value in (
         ("implementations", args.impl), ("passes", args.passes), ("dtypes", args.dtype), ("M", args.m),
         ("N", args.n), ("repetitions", args.reps), ("warmup", args.warmup), ("preset", args.preset),
-        ("baseline", args.baseline)) if value is not None})
+        ("baseline", args.baseline), ("random_widths", args.random_widths), ("seed", args.seed)) if value is not None})
     request.update({field: value for flag, field, value in (
         (args.cuda_graph, "timing", "cuda-graph"), (args.profile, "profile", True), (args.no_verify, "verify", False))
         if flag})
@@ -314,6 +330,34 @@ def default_result_path(header, results_dir: Path = Path("results")) -> Path:
 
 
 # -- serve --------------------------------------------------------------------------------------------
+def cmd_tune(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from engine.models import normalise_dtype
+    from engine.tune import KINDS, QUICK_WIDTHS, TUNE_M, TUNE_WIDTHS, tune, warm, write_table
+
+    kinds = tuple(args.kinds or KINDS)
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        parser.error(f"--kinds: unknown {', '.join(unknown)}; known: {', '.join(KINDS)}")
+    try:
+        dtype = normalise_dtype(args.dtype)
+    except ValueError as exc:
+        parser.error(f"--dtype: {exc}")
+    widths = tuple(args.widths or (QUICK_WIDTHS if args.quick else TUNE_WIDTHS))
+    if args.warm:
+        dropped = warm(widths, tuple(args.m or (16384,)), kinds, dtype, args.workers)
+        for (kind, n, config), reason in dropped.items():
+            print(f"  {kind} N={n} {config}: {reason}")
+        return 1 if dropped else 0
+    command = "rmsnorm-dash tune " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "rmsnorm-dash tune"
+    try:
+        document = tune(widths, tuple(args.m or TUNE_M), kinds, dtype, args.workers, command=command.strip())
+    except RuntimeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {write_table(document, args.out)}")
+    return 0
+
+
 def cmd_serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     try:
         from app.main import serve

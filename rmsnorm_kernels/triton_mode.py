@@ -89,10 +89,27 @@ install_interpreter_numpy_fix()
 
 
 @functools.lru_cache(maxsize=None)
-def _cuda_capability_major(index: int) -> int:
+def _cuda_capability(index: int) -> tuple[int, int]:
     import torch
 
-    return torch.cuda.get_device_capability(index)[0]
+    return tuple(torch.cuda.get_device_capability(index))
+
+
+def _cuda_capability_major(index: int) -> int:
+    return _cuda_capability(index)[0]
+
+
+def arch(device) -> str:
+    """The kernel-config architecture of ``device`` ("sm90" for an H100 / H200; `kernel_config.DEFAULT_ARCH` on
+    CPU and under the interpreter), which picks the tuned table (`rmsnorm_kernels.kernel_config`)."""
+    import torch
+
+    from rmsnorm_kernels.kernel_config import arch_of
+
+    device = torch.device(device)
+    if interpreting() or device.type != "cuda":
+        return arch_of(None)
+    return arch_of(_cuda_capability(device.index if device.index is not None else torch.cuda.current_device()))
 
 
 def dependent_launch(device) -> bool:

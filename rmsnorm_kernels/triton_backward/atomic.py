@@ -20,7 +20,8 @@ from rmsnorm_kernels.families import BackwardFamily
 from rmsnorm_kernels.fast_launch import fast
 from rmsnorm_kernels.poison import new_output, new_zeros
 from rmsnorm_kernels.triton_backward.column_sum import allow_dependent_launch
-from rmsnorm_kernels.triton_backward.dx import backward_tile, load_weight_segments, rmsnorm_bwd_rows
+from rmsnorm_kernels.kernel_config import BackwardConfig, config_for
+from rmsnorm_kernels.triton_backward.dx import backward_config, load_weight_segments, rmsnorm_bwd_rows, row_layout
 from rmsnorm_kernels.triton_mode import dependent_launch, dependent_launch_options
 
 
@@ -78,23 +79,24 @@ ATOMIC = BackwardFamily(
 
 def atomic_grid(M: int, N: int, sm_count: int = 0) -> dict:
     """One program per tile of rows (the SM count plays no part)."""
-    tile = backward_tile(N)
-    return {"programs": -(-M // tile.rows), "rows_per_program": tile.rows, "block": tile.block,
-            "num_warps": tile.num_warps}
+    config = config_for("atomic", N, M)
+    return {"programs": -(-M // config.rows), "rows_per_program": config.rows,
+            "block": row_layout(config, N).padded, "num_warps": config.num_warps}
 
 
-def atomic_backward(dy2d, x2d, weight, rstd, *, tile=None, pdl: bool | None = None):
+def atomic_backward(dy2d, x2d, weight, rstd, *, config: BackwardConfig | None = None, pdl: bool | None = None):
     """(dx, dγ in γ's dtype). The fp32 accumulator is zero-filled here and left zero by the drain kernel: a launch
-    plan keeps it for the stream's next call. ``pdl``: the drain's dependent launch (default: where supported)."""
+    plan keeps it for the stream's next call. ``config`` and ``pdl`` (the drain's dependent launch) override the
+    choices in force (the tuner, tests)."""
     m, n = x2d.shape
-    tile = tile or backward_tile(n)
+    config = config or backward_config("atomic", m, n, x2d.device)
     pdl = dependent_launch(x2d.device) if pdl is None else pdl
     dx = new_output(x2d.shape, x2d.dtype, x2d.device)
     dw = new_output((n,), weight.dtype, x2d.device)
     acc = new_zeros((n,), torch.float32, x2d.device, kept=True)
-    fast(rmsnorm_bwd_atomic_kernel)[(-(-m // tile.rows),)](
+    fast(rmsnorm_bwd_atomic_kernel)[(-(-m // config.rows),)](
         x2d, dy2d, weight, rstd, dx, acc, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0),
-        ROWS=tile.rows, USE_PDL=pdl, num_warps=tile.num_warps, **tile.segments(n).constants(),
+        ROWS=config.rows, USE_PDL=pdl, num_warps=config.num_warps, **row_layout(config, n).constants(),
     )
     fast(drain_kernel)[(-(-n // DRAIN_BLOCK),)](acc, dw, n, BLOCK=DRAIN_BLOCK, USE_PDL=pdl, num_warps=4,
                                                **dependent_launch_options(pdl))

@@ -5,18 +5,17 @@ held as up to three power-of-two segments (`rmsnorm_kernels.segments.row_segment
     dx = rstd·(γ·dy) − x·rstd³·mean(γ·dy·x)        (per row)
     dγ contribution = dy·x·rstd                     (summed over rows by the strategy)
 
-plus the tile shape and warp count chosen for a row width N (`backward_tile`)."""
+plus each strategy's configuration for (M, N) on this GPU (`backward_config`, from `rmsnorm_kernels.kernel_config`)."""
 
 from __future__ import annotations
-
-import functools
-from dataclasses import dataclass
 
 import triton
 import triton.language as tl
 
+from rmsnorm_kernels.kernel_config import DEFAULT_ARCH, BackwardConfig, config_for
 from rmsnorm_kernels.limits import SHARED_MEMORY_BUDGET
 from rmsnorm_kernels.segments import Segments, load_segment, load_vector, next_power_of_two, row_segments, store_segment
+from rmsnorm_kernels.triton_mode import arch
 
 
 @triton.jit
@@ -73,83 +72,23 @@ def load_weight_segments(W, N, W0: tl.constexpr, W1: tl.constexpr, W2: tl.conste
     return w0, w1, w2
 
 
-@dataclass(frozen=True)
-class BackwardTile:
-    """How one program sees a row width N: ``rows`` rows of ``block`` columns at a time, ``num_warps``
-    warps; for the persistent grid also ``programs_per_sm`` (k) and the software-pipeline depth ``stages``."""
-
-    rows: int
-    block: int
-    num_warps: int
-    programs_per_sm: int = 1
-    stages: int = 1
-    reload_weight: bool = False
-    """Persistent grid only: load γ again for every row (an L1/L2 hit) instead of holding it in registers
-    for the program's life: 32 fewer live values per thread at 16384 × 16 warps, where ptxas spilled."""
-    column_halves: bool = False
-    """Persistent grid only: treat each row as two column halves in two passes (pass 1 accumulates dγ and
-    the row's Σγ·dy·x, pass 2 reloads x and dy from L2 to write dx), so only half a row of x and dy is
-    live at a time (`rmsnorm_bwd_persistent_halves_kernel`)."""
-    padded: bool = False
-    """Hold each row in one power-of-two block of ``block`` columns (the layout before segments), for
-    comparisons in the tuning scripts; by default a row is its `row_segments`."""
-
-    def segments(self, n: int) -> Segments:
-        """The column segments the kernels are compiled for at row width ``n``."""
-        return Segments(self.block, 0, 0, n) if self.padded else row_segments(n)
+def backward_config(kind: str, m: int, n: int, device=None) -> BackwardConfig:
+    """The configuration of strategy ``kind`` for [m, n] rows on ``device`` (`rmsnorm_kernels.kernel_config`: the
+    tuned table's nearest entry, else the rule)."""
+    return config_for(kind, n, m, arch(device) if device is not None else DEFAULT_ARCH)
 
 
-TUNED_BACKWARD = {
-    # block: (rows, num_warps, programs_per_sm, stages[, variant]): the best of grids over rows × warps × k
-    # × stages on the H200, bf16, 2026-12-02 (bench/NOTES.md); blocks < 128 follow 128's tile. variant:
-    # "reload-weight" or "column-halves" (the `BackwardTile` fields of those names).
-    16: (512, 8, 1, 3),
-    32: (256, 8, 1, 3),
-    64: (128, 8, 1, 3),
-    128: (64, 8, 1, 3),
-    256: (32, 8, 1, 3),
-    512: (8, 4, 2, 3),
-    1024: (4, 4, 2, 3),
-    2048: (4, 8, 1, 3),
-    4096: (2, 8, 1, 3),  # was (2, 16, 1, 3) before the segment loads; 94 % vs 92 % (probe_widths)
-    8192: (1, 8, 1, 3),
-    16384: (1, 16, 1, 1, "reload-weight"),  # γ held for the program's life spilled (ptxas: 72 B stack)
-    32768: (1, 32, 1, 1),
-    65536: (1, 32, 1, 1),
-}
+def row_layout(config: BackwardConfig, n: int) -> Segments:
+    """The column segments the kernels are compiled for at row width ``n``: the row's `row_segments`, or one
+    masked power-of-two block for a ``padded`` configuration."""
+    return Segments(next_power_of_two(n), 0, 0, n) if config.padded else row_segments(n)
 
 
-TUNED_WIDTHS: dict = {
-    # exact N (model hidden sizes): the best tile of bench/probe_widths.py on the H200, bf16, M 16384 and 65536,
-    # 2026-12-02 (results/probe-widths-h200-2026-12-02.json; bench/NOTES.md, "model widths").
-    2304: (4, 16, 1, 3),
-    2560: (1, 4, 2, 3),
-    2880: (1, 4, 2, 3),
-    3072: (1, 4, 2, 3),
-    3584: (1, 4, 2, 3),
-    4608: (2, 8, 1, 3),
-    5120: (2, 8, 1, 3),
-    6144: (2, 8, 1, 3),
-    7168: (1, 8, 1, 3, "padded"),  # 4096 + 2048 + 1024 segments lose to one masked 8192 block (88 % vs 93 %)
-    12288: (1, 16, 1, 3),
-}
-"""Exact row widths whose best tile differs from their power of two's (same tuple form as TUNED_BACKWARD;
-variant "padded": the row as one masked power-of-two block instead of its segments)."""
-
-
-@functools.lru_cache(maxsize=None)
-def backward_tile(n: int) -> BackwardTile:
-    block = max(16, next_power_of_two(n))
-    rows, num_warps, per_sm, stages, *variant = TUNED_WIDTHS.get(int(n)) or TUNED_BACKWARD[block]
-    return BackwardTile(rows=rows, block=block, num_warps=num_warps, programs_per_sm=per_sm, stages=stages,
-                        reload_weight="reload-weight" in variant, column_halves="column-halves" in variant,
-                        padded="padded" in variant)
-
-
-def pipeline_stages(tile: BackwardTile, element_size: int, programs_per_sm: int, stages: int) -> int:
-    """The deepest pipeline (≤ ``stages``) whose buffers of x and dy tiles fit the shared-memory budget
+def pipeline_stages(config: BackwardConfig, n: int, element_size: int, programs_per_sm: int | None = None) -> int:
+    """The deepest pipeline (≤ ``config.stages``) whose buffers of x and dy tiles fit the shared-memory budget
     (each stage holds one tile of both; measured: +32 KB per stage for 2 × 4096 bf16)."""
-    per_stage = 2 * tile.rows * tile.block * element_size * programs_per_sm
+    per_stage = 2 * config.rows * row_layout(config, n).padded * element_size * (programs_per_sm or config.programs_per_sm)
+    stages = config.stages
     while stages > 1 and stages * per_stage > SHARED_MEMORY_BUDGET:
         stages -= 1
     return stages

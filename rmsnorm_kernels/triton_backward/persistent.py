@@ -1,13 +1,9 @@
-"""dγ strategy ``triton-persistent``: a grid of G = SM count × k programs (k per row width, `programs_per_sm`),
-program p walks tiles p, p+G, p+2G, … (software-pipelined: ``tl.range(..., num_stages=…)`` loads the next
-tile while the current one computes), keeps its dγ partial in registers across all its rows and writes one
-fp32 row at the end; the tiny column-sum kernel adds the G rows. Fixed order: dγ is bit-reproducible for a
-given G (the device's SM count fixes it).
-
-Rows so wide that x, dy, γ and the partial do not fit in registers together (16384 at 16 warps: ptxas
-spilled) have two remedies, chosen per width in `TUNED_BACKWARD`: reload γ for every row instead of holding
-it (``reload_weight``), or the two-pass column-halves kernel (``column_halves``; `rmsnorm_kernels.experimental`,
-no width is tuned to it today)."""
+"""dγ strategy ``triton-persistent``: a grid of G = SM count × k programs (k from the configuration,
+`rmsnorm_kernels.kernel_config`), program p walks tiles p, p+G, p+2G, … (software-pipelined: ``tl.range(...,
+num_stages=…)`` loads the next tile while the current one computes), keeps its dγ partial in registers across all
+its rows and writes one fp32 row at the end; the tiny column-sum kernel adds the G rows. Fixed order: dγ is
+bit-reproducible for a given G (the device's SM count fixes it). Rows so wide that x, dy, γ and the partial do
+not all fit in registers reload γ for every tile (``reload_weight``) instead of holding it."""
 
 from __future__ import annotations
 
@@ -18,15 +14,16 @@ import triton
 import triton.language as tl
 
 from rmsnorm_kernels.families import BackwardFamily
-from rmsnorm_kernels.experimental import rmsnorm_bwd_persistent_halves_kernel
 from rmsnorm_kernels.fast_launch import fast
+from rmsnorm_kernels.kernel_config import BackwardConfig, config_for
 from rmsnorm_kernels.limits import DEFAULT_SM_COUNT
 from rmsnorm_kernels.poison import new_output
-from rmsnorm_kernels.triton_backward.column_sum import allow_dependent_launch, column_sum
 from rmsnorm_kernels.segments import store_vector
-from rmsnorm_kernels.triton_backward.dx import backward_tile, load_weight_segments, pipeline_stages, rmsnorm_bwd_rows
-from rmsnorm_kernels.triton_mode import sm_count as device_sm_count
+from rmsnorm_kernels.triton_backward.column_sum import allow_dependent_launch, column_sum
+from rmsnorm_kernels.triton_backward.dx import (backward_config, load_weight_segments, pipeline_stages,
+                                                rmsnorm_bwd_rows, row_layout)
 from rmsnorm_kernels.triton_mode import dependent_launch
+from rmsnorm_kernels.triton_mode import sm_count as device_sm_count
 
 
 @triton.jit
@@ -60,17 +57,11 @@ def rmsnorm_bwd_persistent_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, s
         store_vector(partial, tl.sum(acc2, axis=0), N, W0 + W1, W2, MASK2)
 
 
-def programs_per_sm(N: int) -> int:
-    """k: programs per SM (from the tuned tile table)."""
-    return backward_tile(N).programs_per_sm
-
-
 @functools.lru_cache(maxsize=4096)
-def persistent_plan(M: int, N: int, sm_count: int, tile=None, per_sm: int | None = None):
-    tile = tile or backward_tile(N)
-    tiles = -(-M // tile.rows)
-    programs = max(1, min(tiles, sm_count * (per_sm or tile.programs_per_sm)))
-    return tile, tiles, programs
+def persistent_plan(M: int, N: int, sm_count: int, config: BackwardConfig) -> tuple[int, int]:
+    """(tiles, programs): ⌈M / rows⌉ tiles over min(tiles, SMs × k) programs."""
+    tiles = -(-M // config.rows)
+    return tiles, max(1, min(tiles, sm_count * config.programs_per_sm))
 
 
 PERSISTENT = BackwardFamily(
@@ -83,27 +74,25 @@ PERSISTENT = BackwardFamily(
 
 
 def persistent_grid(M: int, N: int, sm_count: int = DEFAULT_SM_COUNT) -> dict:
-    tile, tiles, programs = persistent_plan(M, N, sm_count)
-    return {"programs": programs, "rows_per_program": -(-tiles // programs) * tile.rows, "block": tile.block,
-            "num_warps": tile.num_warps, "programs_per_sm": tile.programs_per_sm, "rows_per_tile": tile.rows}
+    config = config_for("persistent", N, M)
+    tiles, programs = persistent_plan(M, N, sm_count, config)
+    return {"programs": programs, "rows_per_program": -(-tiles // programs) * config.rows,
+            "block": row_layout(config, N).padded, "num_warps": config.num_warps,
+            "programs_per_sm": config.programs_per_sm, "rows_per_tile": config.rows}
 
 
-def persistent_backward(dy2d, x2d, weight, rstd, *, sm_count: int | None = None, tile=None,
-                        per_sm: int | None = None, stages: int | None = None, pdl: bool | None = None):
-    """``tile``, ``per_sm`` (k), ``stages`` and ``pdl`` (the column sum's dependent launch) override the
-    tuned choices (for tuning scripts)."""
+def persistent_backward(dy2d, x2d, weight, rstd, *, config: BackwardConfig | None = None, sm_count: int | None = None,
+                        pdl: bool | None = None):
+    """(dx, dγ in γ's dtype). ``config``, ``sm_count`` and ``pdl`` (the column sum's dependent launch) override the
+    choices in force (the tuner, tests)."""
     m, n = x2d.shape
-    tile, _, programs = persistent_plan(m, n, sm_count or device_sm_count(x2d.device), tile, per_sm)
-    stages = pipeline_stages(tile, x2d.element_size(), per_sm or tile.programs_per_sm, stages or tile.stages)
+    config = config or backward_config("persistent", m, n, x2d.device)
+    _, programs = persistent_plan(m, n, sm_count or device_sm_count(x2d.device), config)
     dx = new_output(x2d.shape, x2d.dtype, x2d.device)
     partial = new_output((programs, n), torch.float32, x2d.device)
-    args = (x2d, dy2d, weight, rstd, dx, partial, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0))
     pdl = dependent_launch(x2d.device) if pdl is None else pdl
-    if tile.column_halves:
-        fast(rmsnorm_bwd_persistent_halves_kernel)[(programs,)](
-            *args, HALF=max(1, tile.block // 2), NUM_STAGES=stages, USE_PDL=pdl, num_warps=tile.num_warps)
-    else:
-        fast(rmsnorm_bwd_persistent_kernel)[(programs,)](
-            *args, ROWS=tile.rows, NUM_STAGES=stages, RELOAD_W=tile.reload_weight, USE_PDL=pdl,
-            num_warps=tile.num_warps, **tile.segments(n).constants())
+    fast(rmsnorm_bwd_persistent_kernel)[(programs,)](
+        x2d, dy2d, weight, rstd, dx, partial, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0),
+        ROWS=config.rows, NUM_STAGES=pipeline_stages(config, n, x2d.element_size()), RELOAD_W=config.reload_weight,
+        USE_PDL=pdl, num_warps=config.num_warps, **row_layout(config, n).constants())
     return dx, column_sum(partial, weight.dtype, pdl=pdl)

@@ -1,5 +1,5 @@
 """dγ strategy ``triton-workspace`` (as TorchInductor splits a reduction): each program takes a fixed run of
-consecutive rows (`WORKSPACE_ROWS_PER_PROGRAM`), computes their dx, sums their dγ in registers and writes
+consecutive rows (the configuration's ``rows_per_program``), computes their dx, sums their dγ in registers and writes
 that fp32 partial as one row of a [G, N] workspace; the vectorized column-sum kernel then adds the G rows.
 Fixed order throughout: dγ is bit-reproducible."""
 
@@ -17,22 +17,21 @@ from rmsnorm_kernels.limits import DEFAULT_SM_COUNT
 from rmsnorm_kernels.poison import new_output
 from rmsnorm_kernels.triton_backward.column_sum import allow_dependent_launch, column_sum
 from rmsnorm_kernels.segments import store_vector
-from rmsnorm_kernels.triton_backward.dx import backward_tile, load_weight_segments, pipeline_stages, rmsnorm_bwd_rows
+from rmsnorm_kernels.kernel_config import BackwardConfig, config_for
+from rmsnorm_kernels.triton_backward.dx import (backward_config, load_weight_segments, pipeline_stages,
+                                                rmsnorm_bwd_rows, row_layout)
 from rmsnorm_kernels.triton_mode import dependent_launch
 from rmsnorm_kernels.triton_mode import sm_count as device_sm_count
 
-WORKSPACE_ROWS_PER_PROGRAM = {  # block → rows per program: best of 8…256 on the H200, bf16, 2026-12-02
-    1024: 64, 2048: 128, 4096: 128, 8192: 128, 16384: 32, 32768: 16, 65536: 16,
-}
-"""Rows one program covers (at least 4 tiles, so the loads can be pipelined); 256 for narrower blocks. The
-workspace is ⌈M / this⌉ fp32 rows, an extra 8 / this bytes written and read back per element (0.06 B at 128
-rows, against the 6 every bf16 backward moves)."""
 MIN_TILES_PER_PROGRAM = 4
+"""A program covers at least this many tiles, so their loads can be pipelined. The workspace is ⌈M / rows per
+program⌉ fp32 rows: an extra 8 / (rows per program) bytes written and read back per element (0.06 B at 128 rows,
+against the 6 every bf16 backward moves)."""
 
 
 @triton.jit
 def rmsnorm_bwd_workspace_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, stride_dy, stride_dx,
-                                 TILES_PER_PROGRAM: tl.constexpr, ROWS: tl.constexpr, NUM_STAGES: tl.constexpr,
+                                 tiles_per_program, ROWS: tl.constexpr, NUM_STAGES: tl.constexpr,
                                  USE_PDL: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr,
                                  MASK0: tl.constexpr, MASK1: tl.constexpr, MASK2: tl.constexpr):
     allow_dependent_launch(USE_PDL)
@@ -45,8 +44,8 @@ def rmsnorm_bwd_workspace_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, st
         acc1 = tl.zeros([ROWS, W1], dtype=tl.float32)
     if W2 > 0:
         acc2 = tl.zeros([ROWS, W2], dtype=tl.float32)
-    for t in tl.range(0, TILES_PER_PROGRAM, num_stages=NUM_STAGES):
-        rows = (pid * TILES_PER_PROGRAM + t) * ROWS + tl.arange(0, ROWS)
+    for t in tl.range(0, tiles_per_program, num_stages=NUM_STAGES):
+        rows = (pid * tiles_per_program + t) * ROWS + tl.arange(0, ROWS)
         acc0, acc1, acc2 = rmsnorm_bwd_rows(X, DY, DX, RSTD, w0, w1, w2, acc0, acc1, acc2, rows, M, N,
                                             stride_x, stride_dy, stride_dx, W0, W1, W2, MASK0, MASK1, MASK2)
     partial = PARTIAL + pid.to(tl.int64) * N
@@ -58,21 +57,14 @@ def rmsnorm_bwd_workspace_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, st
 
 
 @functools.lru_cache(maxsize=4096)
-def workspace_plan(M: int, N: int, tile=None, rows_per_program: int | None = None,
-                   sm_count: int = DEFAULT_SM_COUNT):
-    """(tile, tiles per program, programs). Rows per program: the tuned value, but no more than gives
-    2 programs per SM (4096 rows of 8192 at 128 rows per program were 32 programs: 37 % of the ceiling)."""
-    tile = tile or backward_tile(N)
-    if not rows_per_program:
-        rows_per_program = WORKSPACE_ROWS_PER_PROGRAM.get(tile.block, 256)
-        enough = 1 << max(0, (M // (2 * sm_count)).bit_length() - 1)  # a power of two ≤ M / (2 × SMs)
-        rows_per_program = max(MIN_TILES_PER_PROGRAM * tile.rows, min(rows_per_program, enough))
-    tiles_per_program = max(MIN_TILES_PER_PROGRAM if rows_per_program >= tile.rows else 1,
-                            rows_per_program // tile.rows)
-    tiles = -(-M // tile.rows)
-    tiles_per_program = min(tiles_per_program, tiles)
-    programs = -(-tiles // tiles_per_program)
-    return tile, tiles_per_program, programs
+def workspace_plan(M: int, N: int, config: BackwardConfig, sm_count: int = DEFAULT_SM_COUNT) -> tuple[int, int]:
+    """(tiles per program, programs). Rows per program: the configuration's, but no more than leaves 2 programs
+    per SM (4096 rows of 8192 at 128 rows per program were 32 programs: 37 % of the ceiling)."""
+    enough = 1 << max(0, (M // (2 * sm_count)).bit_length() - 1)  # a power of two ≤ M / (2 × SMs)
+    rows_per_program = max(MIN_TILES_PER_PROGRAM * config.rows, min(config.rows_per_program or 128, enough))
+    tiles = -(-M // config.rows)
+    tiles_per_program = min(max(MIN_TILES_PER_PROGRAM, rows_per_program // config.rows), tiles)
+    return tiles_per_program, -(-tiles // tiles_per_program)
 
 
 WORKSPACE = BackwardFamily(
@@ -85,21 +77,23 @@ WORKSPACE = BackwardFamily(
 
 
 def workspace_grid(M: int, N: int, sm_count: int = DEFAULT_SM_COUNT) -> dict:
-    tile, tiles_per_program, programs = workspace_plan(M, N, sm_count=sm_count or DEFAULT_SM_COUNT)
-    return {"programs": programs, "rows_per_program": tiles_per_program * tile.rows, "block": tile.block,
-            "num_warps": tile.num_warps}
+    config = config_for("workspace", N, M)
+    tiles_per_program, programs = workspace_plan(M, N, config, sm_count or DEFAULT_SM_COUNT)
+    return {"programs": programs, "rows_per_program": tiles_per_program * config.rows,
+            "block": row_layout(config, N).padded, "num_warps": config.num_warps}
 
 
-def workspace_backward(dy2d, x2d, weight, rstd, *, tile=None, rows_per_program=None, stages=None, pdl=None):
+def workspace_backward(dy2d, x2d, weight, rstd, *, config: BackwardConfig | None = None, pdl: bool | None = None):
+    """(dx, dγ in γ's dtype). ``config`` and ``pdl`` override the choices in force (the tuner, tests)."""
     m, n = x2d.shape
-    tile, tiles_per_program, programs = workspace_plan(m, n, tile, rows_per_program, device_sm_count(x2d.device))
-    stages = pipeline_stages(tile, x2d.element_size(), tile.programs_per_sm, stages or tile.stages)
+    config = config or backward_config("workspace", m, n, x2d.device)
+    tiles_per_program, programs = workspace_plan(m, n, config, device_sm_count(x2d.device))
     dx = new_output(x2d.shape, x2d.dtype, x2d.device)
     partial = new_output((programs, n), torch.float32, x2d.device)
     pdl = dependent_launch(x2d.device) if pdl is None else pdl
     fast(rmsnorm_bwd_workspace_kernel)[(programs,)](
-        x2d, dy2d, weight, rstd, dx, partial, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0),
-        TILES_PER_PROGRAM=tiles_per_program, ROWS=tile.rows, NUM_STAGES=stages, USE_PDL=pdl,
-        num_warps=tile.num_warps, **tile.segments(n).constants(),
+        x2d, dy2d, weight, rstd, dx, partial, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0), tiles_per_program,
+        ROWS=config.rows, NUM_STAGES=pipeline_stages(config, n, x2d.element_size()),
+        USE_PDL=pdl, num_warps=config.num_warps, **row_layout(config, n).constants(),
     )
     return dx, column_sum(partial, weight.dtype, pdl=pdl)

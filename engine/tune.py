@@ -1,0 +1,267 @@
+"""`rmsnorm-dash tune`: measure the Triton kernels' configurations on the GPU at hand over a grid of row widths
+and row counts, and write that architecture's table (`rmsnorm_kernels/configs/<arch>.json`), which the kernels
+read from the next start (`rmsnorm_kernels.kernel_config`: nearest neighbour for any other width).
+
+For every kind (the forward and the three backward strategies), width and row count of the grid, the candidates
+are the rule's configuration and its neighbours (`kernel_config.candidates`). The run has three steps:
+
+1. **compile and check** every (kind, width, candidate) in a pool of processes, one per spare CPU core (Triton
+   compiles on the host, one kernel per width and configuration: serially that alone would outlast the 15
+   minutes a tune may take on a slow host); each compiled candidate runs once on small fresh inputs against the
+   fp64 reference, and a candidate that fails to compile or is off the reference is dropped;
+2. **time** each surviving candidate at every row count with the engine's timer (`engine.timing.measure`:
+   rotating input sets or an L2 flush, a GPU spin ahead of each start event), then the best three again, in
+   turn, and keep the fastest median;
+3. **write** the table: the winner per (kind, N, M) with its time and GB/s beside the rule's, the device, the
+   versions, the grid and the date.
+
+The tuning grid deliberately differs from the widths the checks scan (multiples of 512, not of 256; no model
+widths but the powers of two): the table is checked where it was not tuned."""
+
+from __future__ import annotations
+
+import concurrent.futures as futures
+import json
+import multiprocessing
+import os
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+import torch
+
+from engine import device as devices
+from engine.byte_model import min_bytes
+from engine.ceiling import measure_copy
+from engine.timing import measure, needs_flush, rotating_sets
+from rmsnorm_kernels import kernel_config
+from rmsnorm_kernels.kernel_config import KINDS, candidates, config_from_dict, config_to_dict, rule
+
+TUNE_WIDTHS = (128, 256, 384, *range(512, 8192 + 1, 512), *range(9216, 16384 + 1, 1024))
+"""27 widths: dense where the layout changes fastest (every 512 up to 8 K), every 1 K above."""
+TUNE_M = (4096, 32768)
+"""Two row counts, one on each side of the presets' 16384: the lookup takes the nearer one."""
+QUICK_WIDTHS = (256, 1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384)
+CHECK_ROWS = 64
+"""Rows of the small inputs every candidate is checked on (M is a run-time argument: one compiled kernel serves
+every M)."""
+EPS = 1e-6
+FIRST_REPS, FINAL_REPS, FINALISTS = 10, 30, 3
+
+
+def _inputs(m: int, n: int, dtype: torch.dtype, device, sets: int, seed: int):
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed)
+    xs = [torch.randn(m, n, dtype=dtype, device=device, generator=gen) for _ in range(sets)]
+    dys = [torch.randn(m, n, dtype=dtype, device=device, generator=gen) for _ in range(sets)]
+    w = (1 + 0.5 * torch.randn(n, device=device, generator=gen)).to(dtype)
+    return xs, dys, w
+
+
+def _runner(kind: str):
+    """``run(x, dy, w, rstd, config)`` of one kind: the forward's y, or a strategy's (dx, dγ)."""
+    from rmsnorm_kernels.triton_backward.atomic import atomic_backward
+    from rmsnorm_kernels.triton_backward.persistent import persistent_backward
+    from rmsnorm_kernels.triton_backward.workspace import workspace_backward
+    from rmsnorm_kernels.triton_forward import rmsnorm_forward
+
+    if kind == "fwd":
+        return lambda x, dy, w, rstd, config: rmsnorm_forward(x, w, EPS, config=config)[0]
+    strategy = {"persistent": persistent_backward, "workspace": workspace_backward, "atomic": atomic_backward}[kind]
+    return lambda x, dy, w, rstd, config: strategy(dy, x, w, rstd, config=config)
+
+
+def compile_and_check(job: tuple) -> tuple:
+    """Pool worker: compile one (kind, N, config) by running it on fresh [CHECK_ROWS, N] inputs, and check it
+    against the fp64 reference. Returns (job, None) or (job, the reason it is dropped)."""
+    from rmsnorm_kernels.poison import poisoned_outputs
+    from rmsnorm_kernels.reference import (dx_scale, relative_error, rmsnorm_backward_reference, rmsnorm_reference,
+                                           tolerance_for)
+    from rmsnorm_kernels.triton_forward import rmsnorm_forward
+
+    kind, n, config_dict, dtype_name, device = job
+    try:
+        dtype = getattr(torch, dtype_name)
+        config = config_from_dict(kind, config_dict)
+        xs, dys, w = _inputs(CHECK_ROWS if device != "cpu" else 3, n, dtype, device, 1, seed=n)
+        x, dy = xs[0], dys[0]
+        with poisoned_outputs():
+            rstd = rmsnorm_forward(x, w, EPS)[2]
+            out = _runner(kind)(x, dy, w, rstd, config)
+        if device != "cpu":
+            torch.cuda.synchronize()
+        if kind == "fwd":
+            err = relative_error(out, rmsnorm_reference(x, w, EPS)[0])
+        else:
+            dx_ref, dw_ref = rmsnorm_backward_reference(x, w, dy, EPS)
+            err = max(relative_error(out[0], dx_ref, dx_scale(x, w, dy)), relative_error(out[1], dw_ref))
+        if not err <= tolerance_for(dtype):
+            return job, f"off the fp64 reference: relative error {err:.2e}"
+        return job, None
+    except Exception as exc:  # a configuration the compiler or the device refuses is dropped, with why
+        return job, f"{type(exc).__name__}: {str(exc)[:200]}"
+
+
+class _Calls:
+    """A workload of the engine's timer: ``fn(k)`` on rotating input set k."""
+
+    def __init__(self, fn: Callable[[int], object], sets: int):
+        self.fn, self.sets = fn, sets
+
+    def context(self):
+        return torch.no_grad()
+
+    def before(self, i: int) -> None:
+        pass
+
+    def call(self, i: int) -> None:
+        self.fn(i % self.sets)
+
+    def check(self) -> None:
+        pass
+
+
+def _time_candidates(kind, m, n, dtype, configs, l2_bytes, device, seed) -> dict:
+    """Median µs of each configuration at [m, n]: every one once, then the fastest FINALISTS twice more in turn."""
+    from rmsnorm_kernels.triton_forward import rmsnorm_forward
+
+    tensors = 2 if kind == "fwd" else 3
+    set_bytes = tensors * m * n * torch.finfo(dtype).bits // 8
+    sets = rotating_sets(set_bytes, l2_bytes, max_sets=4)
+    flush = torch.empty(2 * l2_bytes // 4 + 1, dtype=torch.int32, device=device) \
+        if needs_flush(sets, set_bytes, l2_bytes) else None
+    xs, dys, w = _inputs(m, n, dtype, device, sets, seed)
+    with torch.no_grad():
+        rstds = [rmsnorm_forward(x, w, EPS)[2] for x in xs]
+    run = _runner(kind)
+
+    def timed(config, reps):
+        workload = _Calls(lambda k: run(xs[k], dys[k], w, rstds[k], config), sets)
+        return measure(workload, reps, 3, device, flush).median_us
+
+    times = {c: timed(c, FIRST_REPS) for c in configs}
+    finalists = sorted(times, key=times.get)[:FINALISTS]
+    rounds = {c: [times[c]] for c in finalists}
+    for _ in range(2):
+        for c in finalists:
+            rounds[c].append(timed(c, FINAL_REPS))
+    for c in finalists:
+        times[c] = sorted(rounds[c])[len(rounds[c]) // 2]
+    del xs, dys, rstds, flush
+    return times
+
+
+def compile_all(jobs: list, workers: int, say: Callable[[str], None] = print) -> dict:
+    """`compile_and_check` every job: in ``workers`` spawned processes (0: in this one). Returns the dropped
+    jobs as {(kind, N, config as JSON): reason}."""
+    started = time.monotonic()
+    dropped: dict = {}
+
+    def note(done, job, reason):
+        if reason:
+            dropped[(job[0], job[1], json.dumps(job[2], sort_keys=True))] = reason
+        if done % 100 == 0 or done == len(jobs):
+            say(f"  compiled {done}/{len(jobs)} ({len(dropped)} dropped, {time.monotonic() - started:.0f} s)")
+
+    if workers <= 0:
+        for done, job in enumerate(jobs, 1):
+            note(done, *compile_and_check(job))
+        return dropped
+    context = multiprocessing.get_context("spawn")  # each worker opens its own CUDA context
+    with futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        for done, (job, reason) in enumerate(pool.map(compile_and_check, jobs, chunksize=4), 1):
+            note(done, job, reason)
+    return dropped
+
+
+def tune(widths=TUNE_WIDTHS, ms=TUNE_M, kinds=KINDS, dtype: str = "bfloat16", workers: Optional[int] = None,
+         say: Callable[[str], None] = print, command: str = "rmsnorm-dash tune", device: str = "cuda") -> dict:
+    """Tune on the current CUDA device; returns the table document (`kernel_config.parse_table` reads it).
+    ``device="cpu"`` runs the whole procedure under Triton's interpreter on tiny problems (the tests): its
+    numbers mean nothing."""
+    if device != "cpu" and not torch.cuda.is_available():
+        raise RuntimeError("rmsnorm-dash tune needs a CUDA (or ROCm) GPU: it measures the kernels on the card at hand")
+    from rmsnorm_kernels.triton_mode import arch
+
+    started = time.monotonic()
+    device = torch.device("cpu") if device == "cpu" else torch.device("cuda", torch.cuda.current_device())
+    torch_dtype = getattr(torch, dtype)
+    jobs = [(kind, n, config_to_dict(c), dtype, device.type) for kind in kinds for n in widths
+            for c in candidates(kind, n)]
+    workers = max(1, (os.cpu_count() or 2) - 1) if workers is None else workers
+    say(f"compiling and checking {len(jobs)} configurations ({len(kinds)} kinds × {len(widths)} widths) "
+        f"in {workers or 'this'} process{'es' if workers > 1 else ''}")
+    dropped = compile_all(jobs, workers, say)
+    info = devices.describe(device)
+    ceiling = measure_copy(device, nbytes=None if device.type == "cuda" else 1 << 20)
+    entries: dict = {kind: [] for kind in kinds}
+    total = len(kinds) * len(widths) * len(ms)
+    step = 0
+    complete = True
+    try:
+      for kind in kinds:
+          pass_ = "fwd" if kind == "fwd" else "bwd"
+          for n in widths:
+              configs = [c for c in candidates(kind, n)
+                         if (kind, n, json.dumps(config_to_dict(c), sort_keys=True)) not in dropped]
+              base = rule(kind, n)
+              for m in ms:
+                  step += 1
+                  if not configs:
+                      say(f"  [{step}/{total}] {kind} {m}x{n}: every candidate dropped; the rule stays")
+                      continue
+                  times = _time_candidates(kind, m, n, torch_dtype, configs, info.l2_bytes, device, seed=step)
+                  best = min(times, key=times.get)
+                  nbytes = min_bytes(pass_, m, n, dtype)
+                  rule_us = times.get(base)
+                  entries[kind].append({
+                      "N": n, "M": m, "config": config_to_dict(best), "us": round(times[best], 3),
+                      "GBps": round(nbytes / times[best] / 1e3, 1),
+                      "rule_us": None if rule_us is None else round(rule_us, 3),
+                      "rule_GBps": None if rule_us is None else round(nbytes / rule_us / 1e3, 1),
+                      "candidates": len(times)})
+                  gain = f", rule {nbytes / rule_us / 1e3:.0f}" if rule_us else ""
+                  say(f"  [{step}/{total}] {kind} {m}x{n}: {nbytes / times[best] / 1e3:.0f} GB/s "
+                      f"({100 * nbytes / times[best] / 1e3 / ceiling.GBps:.0f} %){gain} of {len(times)}: "
+                      f"{config_to_dict(best)}")
+    except KeyboardInterrupt:  # a time limit: keep what was measured, marked incomplete
+        complete = False
+        say("interrupted: the table holds the entries measured so far")
+    elapsed = time.monotonic() - started
+    say(f"tuned in {elapsed:.0f} s")
+    return {
+        "schema": 1, "arch": arch(device), "device": info.name, "sm_count": info.sm_count,
+        "capability": info.capability, "created_at": devices.utc_now_iso(), "versions": devices.versions(),
+        "git_commit": devices.git_commit(), "command": command, "dtype": dtype, "ceiling_GBps": round(ceiling.GBps, 1),
+        "grid": {"N": list(widths), "M": list(ms), "kinds": list(kinds)}, "seconds": round(elapsed, 1),
+        "complete": complete,
+        "dropped": [{"kind": k, "N": n, "config": json.loads(c), "reason": r} for (k, n, c), r in dropped.items()],
+        "entries": entries,
+    }
+
+
+def write_table(document: dict, path: Optional[str] = None) -> Path:
+    """Write the table where the kernels look for it (or ``path``); returns the path."""
+    kernel_config.parse_table(document, "tuned")  # what is written must read back
+    target = Path(path) if path else kernel_config.table_path(document["arch"])
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(document, indent=1) + "\n")
+    return target
+
+
+def warm(widths, ms=(16384,), kinds=KINDS, dtype: str = "bfloat16", workers: Optional[int] = None,
+         say: Callable[[str], None] = print) -> dict:
+    """Compile (and check) the configurations in force at ``widths`` × ``ms`` in parallel, so that a sweep that
+    follows finds them in Triton's cache instead of compiling one width after another. Returns the dropped ones."""
+    from rmsnorm_kernels.triton_mode import arch
+
+    device = torch.device("cuda", torch.cuda.current_device())
+    jobs = list(dict.fromkeys((kind, n, _frozen(config_to_dict(kernel_config.config_for(kind, n, m, arch(device)))), dtype,
+                               "cuda") for kind in kinds for n in widths for m in ms))
+    workers = max(1, (os.cpu_count() or 2) - 1) if workers is None else workers
+    say(f"warming {len(jobs)} configurations in {workers} processes")
+    return compile_all([(k, n, dict(c), d, dev) for k, n, c, d, dev in jobs], workers, say)
+
+
+def _frozen(d: dict) -> tuple:
+    return tuple(sorted(d.items()))

@@ -1,0 +1,293 @@
+"""How the Triton kernels are configured for a row width N and a row count M: one rule, and per-architecture
+tables that `rmsnorm-dash tune` measures over a grid of widths and row counts.
+
+A kernel's choices (tile rows, warps, programs per SM, pipeline stages, which forward kernel) come from
+
+1. the table of the GPU's architecture (``configs/sm90.json`` serves H100 and H200; ``RMSNORM_CONFIG_TABLE``
+   names another file), read by **nearest neighbour**: the tuned width nearest N on a log scale, then the tuned
+   row count nearest M. Every configuration is valid at every width (the row layout comes from N itself,
+   `rmsnorm_kernels.segments.row_segments`), so a width nobody measured gets its nearest measured neighbour's
+   choice, never an untested fallback;
+2. else **the rule** (`rule_forward`, `rule_backward`), which a GPU with no table gets and which the tuner
+   searches around. It is a memory-bound kernel's rule of thumb, in elements of the padded row P:
+
+   * backward: a tile of R rows with R·P just under 16 K elements (R a power of two; 5376 → R = 2, not the one
+     row that left the H100's memory system idle at 61 %), about 32 elements per thread and tensor
+     (warps = R·P / 1024, 4 … 16), two programs per SM when a tile is small (R·P ≤ 4 K), three pipeline
+     stages (one, with γ reloaded per row, for rows of 16 K and more, whose registers are full);
+   * forward: short rows (P ≤ 1024) several to a program (R·P = 4 K, 16 elements per thread); longer ones one
+     row a program held in registers as segments, 16 elements per thread (4 … 32 warps).
+
+The tables hold, for each (kind, N, M) the tuner measured, the winning configuration and both its and the
+rule's bandwidth (how much the table is worth over the rule, per width). Kinds: ``fwd``, ``persistent``,
+``workspace``, ``atomic``. This module imports no torch."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+
+from rmsnorm_kernels.segments import row_segments
+
+CONFIG_DIR = Path(__file__).with_name("configs")
+TABLE_ENV = "RMSNORM_CONFIG_TABLE"
+KINDS = ("fwd", "persistent", "workspace", "atomic")
+DEFAULT_ARCH = "sm90"
+"""The architecture assumed where no GPU answers (CPU, the interpreter): the grids there look like an H100's."""
+
+BACKWARD_TILE_ELEMENTS = 16384
+"""A backward tile's rows × padded width stays under this (x and dy of ~12 K elements in flight per program)."""
+FORWARD_MULTI_ROW_ELEMENTS = 4096
+MAX_WARPS = 32
+
+
+@dataclass(frozen=True)
+class ForwardConfig:
+    """``kernel``: "rows" (ROWS whole rows per program, held in registers) or "chunked" (one row per program
+    in CHUNK-wide pieces, two passes, the second from L2). ``padded``: the row as one masked power-of-two block
+    instead of its segments."""
+
+    kernel: str = "rows"
+    rows: int = 1
+    num_warps: int = 8
+    chunk: int = 0
+    padded: bool = False
+
+
+@dataclass(frozen=True)
+class BackwardConfig:
+    """One program's view of the backward: ``rows`` rows at a time, ``num_warps`` warps, ``stages`` loads in
+    flight (software pipelining); ``programs_per_sm`` (k) for the persistent grid; ``rows_per_program`` for
+    the workspace's runs of rows (0: the rule's); ``reload_weight``: load γ for every tile instead of keeping
+    it in registers (wide rows); ``padded``: the row as one masked power-of-two block."""
+
+    rows: int = 1
+    num_warps: int = 8
+    programs_per_sm: int = 1
+    stages: int = 3
+    rows_per_program: int = 0
+    reload_weight: bool = False
+    padded: bool = False
+
+
+def config_class(kind: str):
+    if kind not in KINDS:
+        raise ValueError(f"unknown kernel kind {kind!r}; known: {', '.join(KINDS)}")
+    return ForwardConfig if kind == "fwd" else BackwardConfig
+
+
+def config_from_dict(kind: str, data: dict):
+    cls = config_class(kind)
+    names = {f.name for f in fields(cls)}
+    unknown = set(data) - names
+    if unknown:
+        raise ValueError(f"{kind} config has unknown fields {sorted(unknown)}")
+    return cls(**data)
+
+
+def config_to_dict(config) -> dict:
+    return asdict(config)
+
+
+# --- the rule -----------------------------------------------------------------------------------------------
+
+def next_power_of_two(n: int) -> int:
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+def floor_power_of_two(n: float) -> int:
+    return 1 << max(0, int(math.floor(math.log2(max(1.0, n)))))
+
+
+def nearest_power_of_two(n: float) -> int:
+    return 1 << max(0, round(math.log2(max(1.0, n))))
+
+
+def padded_width(n: int) -> int:
+    return row_segments(n).padded
+
+
+def rule_backward(kind: str, n: int, m: int = 16384) -> BackwardConfig:
+    """The backward's configuration by the rule (module text)."""
+    p = padded_width(n)
+    rows = max(1, floor_power_of_two((BACKWARD_TILE_ELEMENTS - 1) / p))
+    tile = rows * p
+    warps = min(16, max(4, nearest_power_of_two(tile / 1024)))
+    if p >= 32768:
+        warps = MAX_WARPS
+    wide = p >= 16384
+    return BackwardConfig(rows=rows, num_warps=warps, programs_per_sm=2 if tile <= 4096 else 1,
+                          stages=1 if wide else 3, reload_weight=wide,
+                          rows_per_program=workspace_rows_rule(rows, p) if kind == "workspace" else 0)
+
+
+def workspace_rows_rule(rows: int, p: int) -> int:
+    """Rows per workspace program: enough tiles to pipeline, few enough partial rows (fp32 [M / this, N])."""
+    return max(4 * rows, 256 if p <= 512 else 128 if p <= 8192 else 32)
+
+
+def rule_forward(n: int, m: int = 16384) -> ForwardConfig:
+    """The forward's configuration by the rule (module text)."""
+    p = padded_width(n)
+    if p <= 1024:
+        rows = max(1, FORWARD_MULTI_ROW_ELEMENTS // next_power_of_two(p))
+        return ForwardConfig("rows", rows=rows, num_warps=min(8, max(1, rows * next_power_of_two(p) // 512)))
+    return ForwardConfig("rows", rows=1, num_warps=min(MAX_WARPS, max(4, nearest_power_of_two(p / 512))))
+
+
+def rule(kind: str, n: int, m: int = 16384):
+    return rule_forward(n, m) if kind == "fwd" else rule_backward(kind, n, m)
+
+
+# --- what the tuner tries -------------------------------------------------------------------------------------
+
+def _around(value: int, low: int, high: int) -> list[int]:
+    return sorted({v for v in (value // 2, value, value * 2) if low <= v <= high})
+
+
+def backward_candidates(kind: str, n: int, m: int = 16384) -> list[BackwardConfig]:
+    """The rule's choice and its neighbours: rows and warps halved and doubled (2 … 64 elements per thread
+    and tensor), k = 1 or 2 for small tiles, γ reloaded or kept for wide rows, the padded layout where the
+    segments pad less; the workspace also tries half and double its run of rows."""
+    base = rule_backward(kind, n, m)
+    p = padded_width(n)
+    out = []
+    for rows in _around(base.rows, 1, 512):
+        tile = rows * p
+        if tile > 2 * BACKWARD_TILE_ELEMENTS and rows > 1:
+            continue
+        for warps in _around(base.num_warps, 2, MAX_WARPS):
+            per_thread = tile / (32 * warps)
+            if not 4 <= per_thread <= 64:
+                continue
+            for per_sm in ((1, 2) if kind == "persistent" and tile <= 8192 else (1,)):
+                wide = tile >= 16384
+                for reload in ((False, True) if wide else (False,)):
+                    stages = 1 if wide else 3
+                    out.append(replace(base, rows=rows, num_warps=warps, programs_per_sm=per_sm, stages=stages,
+                                       reload_weight=reload,
+                                       rows_per_program=workspace_rows_rule(rows, p) if kind == "workspace" else 0))
+    if kind == "workspace":
+        out += [replace(base, rows_per_program=r) for r in (base.rows_per_program // 2, base.rows_per_program * 2)
+                if r >= 4 * base.rows]
+    if len(row_segments(n).widths) > 1:
+        out.append(replace(base, padded=True))
+    if base not in out:
+        out.insert(0, base)
+    return list(dict.fromkeys(out))
+
+
+CHUNKS = (512, 1024, 2048, 4096)
+
+
+def forward_candidates(n: int, m: int = 16384) -> list[ForwardConfig]:
+    """The rule's choice, its warps halved and doubled, rows halved and doubled for short rows, the padded
+    layout, and for rows of 2 K and more the chunked kernel with the chunks that pad the row least."""
+    base = rule_forward(n, m)
+    p = padded_width(n)
+    out = [base]
+    for rows in _around(base.rows, 1, 1024):
+        for warps in _around(base.num_warps, 1, MAX_WARPS):
+            per_thread = rows * next_power_of_two(p) / (32 * warps) if rows > 1 else p / (32 * warps)
+            if 4 <= per_thread <= 64:
+                out.append(ForwardConfig("rows", rows=rows, num_warps=warps))
+    if base.rows == 1 and len(row_segments(n).widths) > 1:
+        out.append(replace(base, padded=True))
+    if n >= 2048:
+        for chunk in CHUNKS:
+            if chunk < n and (-(-n // chunk) * chunk - n) <= n / 16:
+                out += [ForwardConfig("chunked", chunk=chunk, num_warps=w) for w in (4, 8)]
+    return list(dict.fromkeys(out))
+
+
+def candidates(kind: str, n: int, m: int = 16384) -> list:
+    return forward_candidates(n, m) if kind == "fwd" else backward_candidates(kind, n, m)
+
+
+# --- the tables -------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ConfigTable:
+    """A tuned table: ``entries[kind]`` = ((N, M, config), …); ``meta`` its header (device, versions, date, grid)."""
+
+    name: str
+    meta: dict
+    entries: dict
+
+    def lookup(self, kind: str, n: int, m: int):
+        """The configuration of the measured (N, M) nearest (n, m): nearest width on a log scale first, then the
+        nearest row count; None when the table has no entry of that kind."""
+        rows = self.entries.get(kind)
+        if not rows:
+            return None
+        ln = math.log2(max(1, n))
+        width = min({r[0] for r in rows}, key=lambda w: (abs(math.log2(w) - ln), w))
+        lm = math.log2(max(1, m))
+        return min((r for r in rows if r[0] == width), key=lambda r: (abs(math.log2(r[1]) - lm), r[1]))[2]
+
+    def describe(self) -> dict:
+        return {"table": self.name, "arch": self.meta.get("arch"), "device": self.meta.get("device"),
+                "created_at": self.meta.get("created_at"), "widths": len({r[0] for rows in self.entries.values()
+                                                                          for r in rows})}
+
+
+def parse_table(document: dict, name: str) -> ConfigTable:
+    """A table from its JSON document (as `rmsnorm-dash tune` writes it); ValueError on anything malformed."""
+    if not isinstance(document, dict) or document.get("schema") != 1:
+        raise ValueError(f"{name}: not a kernel config table (schema 1)")
+    entries = {}
+    for kind, rows in (document.get("entries") or {}).items():
+        parsed = []
+        for row in rows:
+            n, m = int(row["N"]), int(row["M"])
+            if n < 1 or m < 1:
+                raise ValueError(f"{name}: {kind} entry with N={n}, M={m}")
+            parsed.append((n, m, config_from_dict(kind, row["config"])))
+        entries[kind] = tuple(parsed)
+    meta = {k: v for k, v in document.items() if k != "entries"}
+    return ConfigTable(name, meta, entries)
+
+
+def load_table(path: str | os.PathLike) -> ConfigTable:
+    path = Path(path)
+    return parse_table(json.loads(path.read_text()), path.name)
+
+
+def table_path(arch: str) -> Path:
+    return CONFIG_DIR / f"{arch}.json"
+
+
+@functools.lru_cache(maxsize=None)
+def table_for(arch: str) -> ConfigTable | None:
+    """The table in force for ``arch`` ("sm90"): ``RMSNORM_CONFIG_TABLE``'s file if set, else the shipped one,
+    else None (the rule). Read once per process."""
+    override = os.environ.get(TABLE_ENV)
+    if override:
+        return load_table(override)
+    path = table_path(arch)
+    return load_table(path) if path.exists() else None
+
+
+def arch_of(capability: tuple[int, int] | None) -> str:
+    """"sm90" for compute capability (9, 0); `DEFAULT_ARCH` when there is none (CPU, interpreter)."""
+    return f"sm{capability[0]}{capability[1]}" if capability else DEFAULT_ARCH
+
+
+def config_for(kind: str, n: int, m: int, arch: str = DEFAULT_ARCH):
+    """The configuration a kernel of ``kind`` launches with for an [m, n] problem on ``arch``."""
+    table = table_for(arch)
+    found = table.lookup(kind, n, m) if table is not None else None
+    return found if found is not None else rule(kind, n, m)
+
+
+def describe(arch: str = DEFAULT_ARCH) -> dict:
+    """What a run header records of the configuration in force: the table (name, device, date) or the rule."""
+    table = table_for(arch)
+    if table is None:
+        return {"table": None, "arch": arch, "source": "rule"}
+    return {**table.describe(), "arch": arch, "source": "table",
+            "override": bool(os.environ.get(TABLE_ENV))}
