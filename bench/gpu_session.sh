@@ -214,14 +214,6 @@ for phase in "$@"; do
         --quiet --out "$OUT/models-fwd.json" > "$OUT/models-fwd.log" 2>&1
       echo "exit $?"; tail -c 1500 "$OUT/models-fwd.log"
       ;;
-    probe-fwd)
-      # issue 15: the chunked kernel (N a compile-time constant) at chunk × warp configs vs ours and torch.compile
-      timeout -s INT ${PROBE_S:-240} python3 bench/probe_forward_static.py --out "$OUT" 2>&1 | tail -40
-      ;;
-    placement)
-      # issue 15: the bimodal M = 65536 timings: each implementation timed on each of several input buffers
-      timeout ${PLACEMENT_S:-200} python3 bench/probe_placement.py --history --out "$OUT" 2>&1 | tail -70
-      ;;
     dropin)
       # issue 16: host µs vs F.rms_norm at a few shapes, torch.compile fullgraph, torch.export, CUDA graphs
       timeout ${DROPIN_S:-240} python3 bench/dropin_check.py --out "$OUT" 2>&1 | tail -30

@@ -3,7 +3,7 @@
     python3 bench/host_paired.py [--m 4096,16384,65536] [--n 512,...,16384] [--rounds 60] [--out DIR]
 
 The engine's ``host_us`` times each implementation's calls together, one case after another. The host's speed drifts
-(bench/NOTES.md, fourteenth session: a whole round of 20 calls moves by ±15 %), so two rows measured seconds apart
+(docs/NOTES.md, fourteenth session: a whole round of 20 calls moves by ±15 %), so two rows measured seconds apart
 differ by more than the few µs being compared. Here every round calls each implementation once, in a fresh random
 order, and each of our calls is divided by ``torch-native``'s call of the same round: the drift is common to the
 pair and cancels. Each call is timed as the engine times it: the inputs' graph built untimed (backward),

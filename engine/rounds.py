@@ -1,6 +1,6 @@
 """Interleaved rounds: where noise decides who wins a shape, measure its implementations several times in turn.
 
-A GPU's speed drifts during a long run (bench/NOTES.md, "twelfth session": slow modes that come and go for whichever
+A GPU's speed drifts during a long run (docs/NOTES.md, "twelfth session": slow modes that come and go for whichever
 implementation is being timed). One row per case measured once compares implementations at different moments; with
 ``rounds`` R, every shape's implementations are measured R times in turn (A B C, A B C, …) and each keeps the row of
 its median round, with every round's median beside it (``round_medians_us``) so the spread is shown, not hidden.

@@ -13,7 +13,8 @@ A kernel's choices (tile rows, warps, programs per SM, pipeline stages, which fo
 
    * backward: a tile of R rows with R·P just under 16 K elements (R a power of two; 5376 → R = 2, not the one
      row that left the H100's memory system idle at 61 %), about 32 elements per thread and tensor
-     (warps = R·P / 1024, 4 … 16), two programs per SM when a tile is small (R·P ≤ 4 K), three pipeline
+     (warps = R·P / 1024, 4 … 16; γ reloaded per tile, or half the warps, where x, dy, the partial and γ would not
+     fit a thread's registers: `register_budget`), two programs per SM when a tile is small (R·P ≤ 4 K), three pipeline
      stages (one, with γ reloaded per row, for rows of 16 K and more, whose registers are full);
    * forward: short rows (P ≤ 1024) several to a program (R·P = 4 K, 16 elements per thread); longer ones one
      row a program held in registers as segments, 16 elements per thread (4 … 32 warps).
@@ -116,13 +117,39 @@ def rule_backward(kind: str, n: int, m: int = 16384) -> BackwardConfig:
     p = padded_width(n)
     rows = max(1, floor_power_of_two((BACKWARD_TILE_ELEMENTS - 1) / p))
     tile = rows * p
-    warps = min(16, max(4, nearest_power_of_two(tile / 1024)))
+    wide = p >= 16384
+    first = min(16, max(4, nearest_power_of_two(tile / 1024)))
+    options = [(first, False), (first, True), (first // 2, False), (first // 2, True)]
+    fits = [(w, reload) for w, reload in options if w >= 4 and live_values(tile, w, reload) <= register_budget(n, w)]
+    warps, reload = fits[0] if fits else (first, True)
     if p >= 32768:
         warps = MAX_WARPS
-    wide = p >= 16384
     return BackwardConfig(rows=rows, num_warps=warps, programs_per_sm=2 if tile <= 4096 else 1,
-                          stages=1 if wide else 3, reload_weight=wide,
+                          stages=1 if wide else 3, reload_weight=reload or wide,
                           rows_per_program=workspace_rows_rule(rows, p) if kind == "workspace" else 0)
+
+
+def live_values(tile: int, warps: int, reload_weight: bool) -> float:
+    """fp32 values one backward thread holds live: x, dy and the dγ partial of its share of the tile, and γ's
+    unless it is reloaded per tile."""
+    return tile / (32 * warps) * (3 if reload_weight else 4)
+
+
+def register_budget(n: int, warps: int) -> int:
+    """Registers a thread may give those values before ptxas spills: 64 K per SM over the program's threads (at most
+    255), less what addresses, masks and row indices take — 32, +16 per extra segment, +16 for a masked one
+    (calibrated on ptxas's reports for sm_90: 5376 at 8 warps holds 168 values in 240 registers, 11008 spilled
+    16 B at 176, 1792 × 8 rows at 16 warps spilled 128 B at 84)."""
+    layout = row_segments(n)
+    overhead = 32 + 16 * (len(layout.widths) - 1) + (16 if any(layout.masks) else 0)
+    return min(255, 65536 // (32 * warps)) - overhead
+
+
+def register_slack(config: "BackwardConfig", n: int) -> float:
+    """`register_budget` less `live_values` of a backward configuration at width ``n`` (negative: ptxas spills)."""
+    p = (next_power_of_two(n) if config.padded else row_segments(n).padded)
+    return register_budget(n, config.num_warps * config.programs_per_sm) - live_values(
+        config.rows * p, config.num_warps, config.reload_weight)
 
 
 def workspace_rows_rule(rows: int, p: int) -> int:
@@ -220,14 +247,18 @@ class ConfigTable:
 
     def lookup(self, kind: str, n: int, m: int):
         """The configuration of the measured (N, M) nearest (n, m): nearest width on a log scale first, then the
-        nearest row count; None when the table has no entry of that kind."""
+        nearest row count; a backward configuration that would hold more than a thread's registers at ``n`` than at
+        the width it was measured at (`register_slack`: more segments, a masked one) is passed over for the next
+        nearest width. None when no entry fits."""
         rows = self.entries.get(kind)
         if not rows:
             return None
-        ln = math.log2(max(1, n))
-        width = min({r[0] for r in rows}, key=lambda w: (abs(math.log2(w) - ln), w))
-        lm = math.log2(max(1, m))
-        return min((r for r in rows if r[0] == width), key=lambda r: (abs(math.log2(r[1]) - lm), r[1]))[2]
+        ln, lm = math.log2(max(1, n)), math.log2(max(1, m))
+        for width in sorted({r[0] for r in rows}, key=lambda w: (abs(math.log2(w) - ln), w)):
+            config = min((r for r in rows if r[0] == width), key=lambda r: (abs(math.log2(r[1]) - lm), r[1]))[2]
+            if kind == "fwd" or register_slack(config, n) >= min(0, register_slack(config, width)):
+                return config
+        return None
 
     def describe(self) -> dict:
         return {"table": self.name, "arch": self.meta.get("arch"), "device": self.meta.get("device"),

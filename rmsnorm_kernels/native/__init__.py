@@ -2,7 +2,7 @@
 
 The eager path's steady state is a launch plan (`rmsnorm_kernels.launch_plans`) replayed through a Python
 ``autograd.Function``. On a slow host the Python node alone costs more than ``F.rms_norm``'s whole backward
-(bench/NOTES.md, "Eighth session"). Here a recorded plan is *described* (every launch as its cubin's function
+(docs/NOTES.md, "Eighth session"). Here a recorded plan is *described* (every launch as its cubin's function
 handle, grid, launch options and parameters: tensor slots or constant bits, in the order Triton's launcher passes
 them) and registered with the C++ module under the call's key (M, N, dtypes, device, eps, dγ strategy). From
 then on `rmsnorm_kernels.triton_backward.function.eager_rmsnorm` gets its result from ``rms_norm`` here: outputs

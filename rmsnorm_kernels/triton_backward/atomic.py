@@ -7,7 +7,7 @@ dependent launch, as the column sum is) writes dγ in γ's dtype and leaves the 
 launch plan keeps for the stream's next call (`new_zeros(kept=True)`). Two launches and two allocations per call
 (dx, dγ), where a zero-filled accumulator, its fill and a cast to γ's dtype made three of each (issue 16's host time).
 A one-launch version (the program with the last ticket drained the vector) made every program wait for its adds to
-be performed before taking its ticket: up to 38 % more GPU time under contention (bench/NOTES.md, fourteenth session)."""
+be performed before taking its ticket: up to 38 % more GPU time under contention (docs/NOTES.md, fourteenth session)."""
 
 from __future__ import annotations
 

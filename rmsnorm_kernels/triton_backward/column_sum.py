@@ -48,7 +48,7 @@ COLUMN_SUM_WARPS = 8
 def column_sum_blocks(g: int, n: int) -> tuple[int, int]:
     """(BLOCK_G, BLOCK_N): 16-column strips (N / 16 programs: 512 at N = 8192) of 128 partial rows at a
     time — the fastest of BLOCK_G 32…256 × BLOCK_N 16…128 × 4/8 warps on the H200 at G = 128…264,
-    N = 1024…16384 (1 µs faster than 64 × 32 at 132 × 8192; bench/NOTES.md)."""
+    N = 1024…16384 (1 µs faster than 64 × 32 at 132 × 8192; docs/NOTES.md)."""
     block_g = 128 if g >= 128 else next_power_of_two(g)
     return block_g, 16
 

@@ -9,7 +9,8 @@ from rmsnorm_kernels.poison import poisoned_outputs
 from rmsnorm_kernels.reference import dx_scale, relative_error, rmsnorm_backward_reference, tolerance_for
 from rmsnorm_kernels.registry import REGISTRY, load_all
 from rmsnorm_kernels.triton_backward.atomic import atomic_backward
-from rmsnorm_kernels.triton_backward.persistent import persistent_backward, programs_per_sm
+from rmsnorm_kernels.kernel_config import BackwardConfig, backward_candidates, config_for
+from rmsnorm_kernels.triton_backward.persistent import persistent_backward
 from rmsnorm_kernels.triton_backward.workspace import workspace_backward
 from rmsnorm_kernels.triton_forward import rmsnorm_forward
 
@@ -117,7 +118,7 @@ def test_launch_grids_cover_every_row(m, n):
     ws = workspace_launch(m, n, 132)
     assert ws["partial_rows"] == ws["programs"] and ws["programs"] * ws["rows_per_program"] >= m
     p = persistent_launch(m, n, 132)
-    assert p["partial_rows"] == p["programs"] <= 132 * programs_per_sm(n)
+    assert p["partial_rows"] == p["programs"] <= 132 * config_for("persistent", n, m).programs_per_sm
     assert p["programs"] * p["rows_per_program"] >= m
     assert p["programs"] <= m  # never a program with no row (its partial row would be left unwritten)
     for launch, family in ((a, "atomic"), (ws, "workspace"), (p, "persistent")):
@@ -130,53 +131,51 @@ def test_launch_grids_cover_every_row(m, n):
 def test_workspace_grid_fills_the_device_at_few_rows(m, n):
     """At least 2 programs per SM wherever the rows allow it (4096 × 8192 was 32 programs before); a
     program still gets 4 tiles, so the loads can be pipelined."""
-    from rmsnorm_kernels.triton_backward.dx import backward_tile
-
     from rmsnorm_kernels.triton_backward.workspace import workspace_grid
 
     ws = workspace_grid(m, n, 132)
-    assert ws["programs"] >= min(2 * 132, m // (4 * backward_tile(n).rows))
+    assert ws["programs"] >= min(2 * 132, m // (4 * config_for("workspace", n, m).rows))
     assert ws["programs"] * ws["rows_per_program"] >= m
 
 
 def test_pipeline_depth_fits_shared_memory():
     from rmsnorm_kernels.limits import SHARED_MEMORY_BUDGET
-    from rmsnorm_kernels.triton_backward.dx import backward_tile, pipeline_stages
+    from rmsnorm_kernels.triton_backward.dx import pipeline_stages, row_layout
 
-    for n in (128, 1024, 4096, 8192, 16384, 65536):
-        tile = backward_tile(n)
-        for size in (2, 4):
-            stages = pipeline_stages(tile, size, tile.programs_per_sm, tile.stages)
-            assert 1 <= stages <= tile.stages
-            if stages > 1:
-                assert stages * 2 * tile.rows * tile.block * size * tile.programs_per_sm <= SHARED_MEMORY_BUDGET
-    wide = backward_tile(65536)  # the GPU check found 2 stages of 65536-wide bf16 tiles need 262 KB
-    assert pipeline_stages(wide, 2, 1, 3) == 1
+    for n in (128, 1000, 4096, 5376, 8192, 11008, 16384, 65536):
+        for config in backward_candidates("persistent", n):
+            for size in (2, 4):
+                stages = pipeline_stages(config, n, size)
+                assert 1 <= stages <= config.stages
+                if stages > 1:
+                    per_stage = 2 * config.rows * row_layout(config, n).padded * size * config.programs_per_sm
+                    assert stages * per_stage <= SHARED_MEMORY_BUDGET
+    wide = BackwardConfig(rows=1, num_warps=32, stages=3)  # the GPU check found 2 stages of 65536-wide bf16 tiles need 262 KB
+    assert pipeline_stages(wide, 65536, 2) == 1
 
 
 def test_workspace_rows_per_program_override_and_pipelining():
     x, w, dy = random_inputs((203, 300), torch.float32)
     for rpp in (8, 64):
-        dx, dw = run_backward(workspace_backward, x, w, dy, rows_per_program=rpp)
+        config = BackwardConfig(rows=2, num_warps=4, rows_per_program=rpp)
+        dx, dw = run_backward(workspace_backward, x, w, dy, config=config)
         assert_backward_correct(dx, dw, x, w, dy)
 
 
-@pytest.mark.parametrize("variant", ["reload_weight", "column_halves"])
-@pytest.mark.parametrize("shape", [(7, 20000), (9, 300), (5, 129)])
-def test_persistent_wide_row_variants(variant, shape):
-    """The two remedies for register pressure on wide rows, forced at any width: γ reloaded every row, and
-    the two-pass column-halves kernel (widths that leave the high half partly or almost wholly masked)."""
-    from dataclasses import replace
-
-    from rmsnorm_kernels.triton_backward.dx import backward_tile
-
-    tile = replace(backward_tile(shape[1]), rows=1, **{variant: True})
+@pytest.mark.parametrize("kind", list(STRATEGIES))
+@pytest.mark.parametrize("shape", [(7, 20000), (9, 300), (5, 129), (6, 5376)])
+def test_every_candidate_configuration_is_correct(kind, shape):
+    """Whatever the tuned table picks at a width, the answer is the reference's: every candidate the tuner may
+    choose (rows, warps, k, γ reloaded, the padded layout), with few programs walking several rows each, and
+    bit-identical dγ on a repeat for the deterministic strategies."""
     x, w, dy = random_inputs(shape, torch.float32)
-    for sm_count in (2, 3):  # 2 or 3 programs walk several rows each
-        a = run_backward(persistent_backward, x, w, dy, sm_count=sm_count, tile=tile)
-        b = run_backward(persistent_backward, x, w, dy, sm_count=sm_count, tile=tile)
+    extra = {"sm_count": 2} if kind == "persistent" else {}
+    for config in backward_candidates(kind, shape[1]):
+        a = run_backward(STRATEGIES[kind], x, w, dy, config=config, **extra)
         assert_backward_correct(*a, x, w, dy)
-        assert torch.equal(a[1], b[1])
+        if kind != "atomic":
+            b = run_backward(STRATEGIES[kind], x, w, dy, config=config, **extra)
+            assert torch.equal(a[1], b[1]), config
 
 
 def test_dependent_launch_only_on_hopper_cuda(monkeypatch):

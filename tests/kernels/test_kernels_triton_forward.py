@@ -8,17 +8,8 @@ from kernel_inputs import DTYPES, ODD_N, random_inputs
 from rmsnorm_kernels.poison import poisoned_outputs
 from rmsnorm_kernels.reference import relative_error, rmsnorm_reference, tolerance_for
 from rmsnorm_kernels.segments import row_segments
-from rmsnorm_kernels.triton_forward import (
-    CHUNKED_CONFIGS,
-    MULTI_ROW_CONFIGS,
-    ROW_CONFIGS,
-    prune_chunked_configs,
-    prune_multi_row_configs,
-    prune_row_configs,
-    rmsnorm_forward,
-    rmsnorm_fwd_rows_kernel,
-    size_class,
-)
+from rmsnorm_kernels.kernel_config import ForwardConfig, forward_candidates
+from rmsnorm_kernels.triton_forward import rmsnorm_forward, rmsnorm_fwd_rows_kernel
 
 
 def check_forward(x, w):
@@ -60,20 +51,16 @@ def test_chunked_two_pass_forward(n, dtype):
     one chunk, several chunks and several chunks plus a partial one."""
     x, w, _ = random_inputs((5, n), dtype)
     with poisoned_outputs():
-        y, _, rstd = rmsnorm_forward(x, w, 1e-6, kernel="chunked")
+        y, _, rstd = rmsnorm_forward(x, w, 1e-6, config=ForwardConfig("chunked", chunk=512, num_warps=4))
     y_ref, rstd_ref = rmsnorm_reference(x, w, 1e-6)
     assert relative_error(y, y_ref) <= tolerance_for(dtype)
     assert relative_error(rstd, rstd_ref.reshape(-1)) <= 1e-6
 
 
-@pytest.mark.parametrize("n, chunks", [(16384, {256, 512, 1024, 2048, 4096}), (2560, {256, 512}), (5120, {256, 512, 1024}),
-                                       (3000, {256, 512, 1024}), (1024, {256, 512}), (200, {256})])
-def test_chunked_prune_keeps_chunks_that_pad_the_row_least(n, chunks):
-    assert {c.kwargs["CHUNK"] for c in prune_chunked_configs(CHUNKED_CONFIGS, {"N": n})} == chunks
-
-
-def test_size_class_separates_the_swept_row_counts():
-    assert [size_class(m) for m in (1, 4096, 16384, 65536, 65535)] == [0, 6, 7, 8, 7]
+@pytest.mark.parametrize("n, chunks", [(16384, {512, 1024, 2048, 4096}), (2560, {512}), (5120, {512, 1024}),
+                                       (3000, {512, 1024}), (1024, set()), (200, set())])
+def test_chunked_candidates_are_the_chunks_that_pad_the_row_least(n, chunks):
+    assert {c.chunk for c in forward_candidates(n) if c.kernel == "chunked"} == chunks
 
 
 def test_poisoning_catches_an_unwritten_row():
@@ -83,7 +70,7 @@ def test_poisoning_catches_an_unwritten_row():
 
         y = new_output((6, 700), torch.float32, "cpu")
         rstd = new_output((6,), torch.float32, "cpu")
-    rmsnorm_fwd_rows_kernel[(5,)](x, w, y, rstd, 6, x.stride(0), y.stride(0), 700, 1e-6, 0, ROWS=1,
+    rmsnorm_fwd_rows_kernel[(5,)](x, w, y, rstd, 6, x.stride(0), y.stride(0), 700, 1e-6, ROWS=1,
                                   **row_segments(700).constants())  # one row short
     y_ref, _ = rmsnorm_reference(x, w)
     assert relative_error(y[:5], y_ref[:5]) < 1e-6
@@ -91,13 +78,12 @@ def test_poisoning_catches_an_unwritten_row():
 
 
 @pytest.mark.parametrize("n", [1, 511, 512, 513, 2048, 2049, 3000, 5120, 8192, 8193, 65536])
-def test_row_prune_hook_gives_every_thread_enough_of_the_row(n):
-    kept = prune_row_configs(ROW_CONFIGS, {"N": n}, **row_segments(n).constants())
-    assert kept, "the hook must leave at least one config"
-    width = row_segments(n).padded
-    assert all(width // (32 * c.num_warps) >= 4 for c in kept) or [c.num_warps for c in kept] == [4]
-    if n >= 65536:
-        assert {c.num_warps for c in kept} == {4, 8, 16, 32}  # the autotuner still chooses the warp count
+def test_forward_candidates_give_every_thread_a_fair_share_of_the_tile(n):
+    found = forward_candidates(n)
+    assert found and found[0].kernel == "rows"
+    for c in found:
+        if c.kernel == "rows" and c.rows == 1 and not c.padded:
+            assert row_segments(n).padded // (32 * c.num_warps) >= 4 or n < 128
 
 
 @pytest.mark.parametrize("n", [2304, 2560, 2880, 3072, 3584, 4608, 5120, 6144, 7168, 12288, 1000, 5000, 12345])
@@ -114,34 +100,19 @@ def test_padded_and_segmented_rows_give_the_same_answer(n):
     y_ref, rstd_ref = rmsnorm_reference(x, w)
     for padded in (False, True):
         with poisoned_outputs():
-            y, _, rstd = rmsnorm_forward(x, w, 1e-6, kernel="one-row", padded=padded)
+            y, _, rstd = rmsnorm_forward(x, w, 1e-6, config=ForwardConfig(num_warps=4, padded=padded))
         assert relative_error(y, y_ref) <= 1e-6
         assert relative_error(rstd, rstd_ref) <= 1e-6
 
 
-def test_multi_row_prune_keeps_whole_rows():
-    for n in (1, 100, 1000):
-        block = triton.next_power_of_2(row_segments(n).padded)
-        kept = prune_multi_row_configs(MULTI_ROW_CONFIGS, {"N": n}, **row_segments(n).constants())
-        assert kept and all(c.kwargs["ROWS"] * block >= block for c in kept)
-        assert all(c.kwargs["ROWS"] * block <= 16384 for c in kept)
-        assert all(4 <= c.kwargs["ROWS"] * block // (32 * c.num_warps) <= 64 for c in kept)
-
-
-@pytest.mark.parametrize("n", [1, 100, 1000, 4097])
-@pytest.mark.parametrize("plan", [(1, 4, 1, 1), (4, 4, 2, 3)], ids=["rows1", "rows4-pipelined"])
-def test_persistent_forward_matches_reference(n, plan):
-    x, w, _ = random_inputs((23, n), torch.bfloat16)
-    with poisoned_outputs():
-        y, _, rstd = rmsnorm_forward(x, w, 1e-6, kernel="persistent", plan=plan)
+@pytest.mark.parametrize("n", [7, 300, 1000, 4097])
+def test_every_forward_candidate_gives_the_same_answer(n):
+    """Whatever the table picks for a width, the answer is the reference's: every candidate the tuner may choose
+    (rows, warps, padded layout, chunked kernel) on fresh inputs with poisoned outputs."""
+    x, w, _ = random_inputs((13, n), torch.float32)
     y_ref, rstd_ref = rmsnorm_reference(x, w)
-    assert relative_error(y, y_ref) <= tolerance_for(torch.bfloat16)
-    assert relative_error(rstd, rstd_ref) <= 1e-6
-
-
-def test_every_forward_kernel_choice_gives_the_same_answer():
-    x, w, _ = random_inputs((40, 300), torch.float32)
-    outs = [rmsnorm_forward(x, w, 1e-6, kernel=k)[0] for k in ("one-row", "multi-row", "chunked", "persistent")]
-    y_ref, _ = rmsnorm_reference(x, w)
-    for y in outs:
-        assert relative_error(y, y_ref) <= 1e-6
+    for config in forward_candidates(n):
+        with poisoned_outputs():
+            y, _, rstd = rmsnorm_forward(x, w, 1e-6, config=config)
+        assert relative_error(y, y_ref) <= 1e-6, config
+        assert relative_error(rstd, rstd_ref) <= 1e-6, config

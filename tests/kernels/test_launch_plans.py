@@ -31,7 +31,6 @@ def fake_gpu(monkeypatch):
         wrapper = fast_launch.FastKernel(FakeJIT.like(k, log))
         wrapper.direct = True
         fast_launch._WRAPPERS[k] = wrapper
-    monkeypatch.setattr(triton_forward, "interpreting", lambda: False)
     monkeypatch.setattr(launch_plans, "ENABLED", True)
     triton_forward.FORWARD_PLANS.clear()
     triton_forward.FORWARD_PLANS_NO_RSTD.clear()
@@ -87,18 +86,7 @@ def test_backward_replay_launches_what_the_full_path_launches(fake_gpu, strategy
 
 def test_forward_replay_launches_what_the_full_path_launches(fake_gpu, monkeypatch):
     log = fake_gpu
-    configs = {}
-    monkeypatch.setattr(triton_forward, "_CHOSEN_CONFIGS", configs)
     x, w = torch.randn(64, 5120).bfloat16(), torch.randn(5120).bfloat16()
-    kind = triton_forward.forward_kind(5120)
-    tuned = triton_forward.rmsnorm_fwd_row_tuned if kind.startswith("one-row") else triton_forward.rmsnorm_fwd_chunked_tuned
-    config = tuned.configs[0]
-
-    class Chosen(dict):
-        def get(self, key, default=None):
-            return config
-
-    monkeypatch.setattr(triton_forward, "_CHOSEN_CONFIGS", Chosen())
     y, x2d, rstd = triton_forward.rmsnorm_forward(x, w, 1e-6)
     full = list(log)
     del log[:]
@@ -253,13 +241,6 @@ def test_scratch_buffers_are_bounded(fake_gpu):
 
 def test_a_forward_without_rstd_writes_it_to_scratch_and_returns_none(fake_gpu, monkeypatch):
     log = fake_gpu
-    config = triton_forward.rmsnorm_fwd_row_tuned.configs[0]
-
-    class Chosen(dict):
-        def get(self, key, default=None):
-            return config
-
-    monkeypatch.setattr(triton_forward, "_CHOSEN_CONFIGS", Chosen())
     x, w = torch.randn(64, 5120).bfloat16(), torch.randn(5120).bfloat16()
     y0, _, rstd0 = triton_forward.rmsnorm_forward(x, w, 1e-6, need_rstd=False)  # records: a real rstd
     assert rstd0 is not None
