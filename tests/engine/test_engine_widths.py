@@ -1,0 +1,71 @@
+"""Width scans: the widths preset, random widths drawn from a seed (recorded in the sweep), the check's widths, and
+`rmsnorm-dash tune`'s whole procedure on tiny problems under Triton's interpreter (numbers meaningless, the flow
+real: candidates compiled and checked, timed, the table written and read back)."""
+
+import json
+import random
+
+import pytest
+
+from engine.models import MAX_WIDTHS, Sweep
+from engine.presets import get_preset, random_widths
+
+
+def test_widths_preset_scans_every_multiple_of_256():
+    p = get_preset("widths")
+    assert p["N"] == list(range(256, 16385, 256)) and p["M"] == [16384]
+
+
+def test_random_widths_are_seeded_distinct_and_not_multiples_of_64():
+    seed = random.randrange(2**31)
+    a, b = random_widths(8, seed), random_widths(8, seed)
+    assert a == b and len(set(a)) == 8 and all(n % 64 and 65 <= n <= 16384 for n in a), seed
+    assert random_widths(8, seed + 1) != a
+
+
+def test_a_sweep_records_the_seed_and_validating_it_again_adds_nothing():
+    s = Sweep(preset="widths", random_widths=8)
+    assert s.seed is not None and len(s.N) == 72 and s.N == sorted(s.N)
+    assert set(random_widths(8, s.seed)) <= set(s.N)
+    again = Sweep.model_validate(json.loads(s.model_dump_json(by_alias=True)))
+    assert again.N == s.N and again.seed == s.seed
+
+
+def test_too_many_widths_is_refused_naming_n():
+    with pytest.raises(ValueError, match="N has"):
+        Sweep(N=list(range(1, MAX_WIDTHS + 2)))
+
+
+def test_check_widths_adds_the_scan_and_random_widths(capsys, monkeypatch):
+    from engine import check
+
+    seen = {}
+
+    def fake_run(names, dtypes, shapes, device, seed, on_row=None):
+        seen["shapes"] = shapes
+        return []
+
+    monkeypatch.setattr(check, "run_check", fake_run)
+    assert check.check_main(["--impl", "eager", "--widths", "--random-widths", "3", "--width-seed", "5",
+                             "--device", "cpu"]) == 0
+    widths = {n for _, n in seen["shapes"]}
+    assert set(get_preset("widths")["N"]) <= widths and set(random_widths(3, 5)) <= widths
+    assert "random widths (seed 5)" in capsys.readouterr().out
+
+
+def test_tune_on_cpu_writes_a_table_that_reads_back(tmp_path, monkeypatch):
+    from engine import tune
+    from rmsnorm_kernels import kernel_config
+
+    monkeypatch.setattr(tune, "FIRST_REPS", 1)
+    monkeypatch.setattr(tune, "FINAL_REPS", 1)
+    monkeypatch.setattr(tune, "FINALISTS", 1)
+    lines = []
+    doc = tune.tune(widths=(40,), ms=(5,), kinds=("fwd",), workers=0, device="cpu", say=lines.append)
+    path = tune.write_table(doc, tmp_path / "cpu.json")
+    table = kernel_config.load_table(path)
+    entry = doc["entries"]["fwd"][0]
+    assert (entry["N"], entry["M"]) == (40, 5) and entry["candidates"] == len(kernel_config.candidates("fwd", 40))
+    assert table.lookup("fwd", 40, 5) == kernel_config.config_from_dict("fwd", entry["config"])
+    assert doc["complete"] and doc["grid"] == {"N": [40], "M": [5], "kinds": ["fwd"]}
+    assert any("compiled" in line for line in lines)

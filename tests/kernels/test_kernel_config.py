@@ -1,0 +1,106 @@
+"""The kernels' configuration: the rule, the candidates the tuner tries, the tables and their nearest-neighbour lookup
+(with the register guard), the run header's description — on fresh random widths, not only the tuned ones."""
+
+import json
+import random
+
+import pytest
+
+from rmsnorm_kernels import kernel_config as kc
+from rmsnorm_kernels.kernel_config import BackwardConfig, ForwardConfig
+
+RANDOM = random.Random()  # fresh widths every run; the failing width is in the assertion message
+
+
+def random_widths(k=12):
+    return sorted(RANDOM.randint(1, 20000) for _ in range(k))
+
+
+def table(entries, **meta):
+    doc = {"schema": 1, "arch": "sm90", "device": "NVIDIA Test", "created_at": "2026-12-06T00:00:00Z", **meta,
+           "entries": {kind: [{"N": n, "M": m, "config": kc.config_to_dict(c)} for n, m, c in rows]
+                       for kind, rows in entries.items()}}
+    return kc.parse_table(doc, "test.json"), doc
+
+
+@pytest.mark.parametrize("kind", kc.KINDS)
+def test_rule_and_candidates_are_valid_at_any_width(kind):
+    for n in random_widths() + [1, 16, 65536]:
+        base = kc.rule(kind, n)
+        found = kc.candidates(kind, n)
+        assert found and base in found, n
+        for c in found:
+            assert c.num_warps in (1, 2, 4, 8, 16, 32) and c.rows >= 1 and c.rows & (c.rows - 1) == 0, (n, c)
+            if kind != "fwd":
+                assert c.stages in (1, 3) and c.programs_per_sm in (1, 2), (n, c)
+
+
+def test_rule_keeps_the_backward_tile_under_16k_elements_and_the_registers_fit():
+    for n in random_widths() + [5376, 11008, 3840, 1792]:
+        c = kc.rule_backward("persistent", n)
+        p = kc.row_segments(n).padded
+        assert c.rows == 1 or c.rows * p < kc.BACKWARD_TILE_ELEMENTS, n
+        if p < 32768:
+            assert kc.register_slack(c, n) >= 0 or c.reload_weight, (n, c)
+    assert kc.rule_backward("persistent", 5376).rows == 2  # not the one row that left the H100 at 61 %
+
+
+def test_lookup_takes_the_nearest_measured_width_then_the_nearest_m():
+    a, b = BackwardConfig(rows=2, num_warps=8), BackwardConfig(rows=1, num_warps=8, reload_weight=True)
+    c = BackwardConfig(rows=4, num_warps=8)
+    t, _ = table({"persistent": [(4096, 4096, c), (4096, 32768, a), (8192, 32768, b)]})
+    assert t.lookup("persistent", 4096, 16384) == a   # log2 distance: 32768 is nearer 16384 than 4096? equal → smaller M
+    assert t.lookup("persistent", 4096, 1000) == c
+    assert t.lookup("persistent", 7000, 20000) == b
+    assert t.lookup("persistent", 5000, 20000) == a
+    assert t.lookup("workspace", 5000, 20000) is None  # no entry of that kind: the rule answers
+
+
+def test_lookup_passes_over_a_neighbour_that_would_spill_here():
+    """4096's winner (4 rows × 16 warps, one segment) at 3840 (three segments, one masked) spilled 240 B (ptxas):
+    the next nearest entry that fits is taken instead."""
+    spills_at_3840 = BackwardConfig(rows=4, num_warps=16, stages=1)
+    fits = BackwardConfig(rows=2, num_warps=8)
+    t, _ = table({"persistent": [(4096, 32768, spills_at_3840), (3584, 32768, fits)]})
+    assert t.lookup("persistent", 4096, 32768) == spills_at_3840  # at its own width the measured winner stands
+    assert kc.register_slack(spills_at_3840, 3840) < min(0, kc.register_slack(spills_at_3840, 4096))
+    assert t.lookup("persistent", 3840, 32768) == fits
+
+
+def test_config_for_uses_the_table_named_by_the_environment(monkeypatch, tmp_path):
+    winner = ForwardConfig("chunked", chunk=1024, num_warps=4)
+    _, doc = table({"fwd": [(4096, 16384, winner)]})
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc))
+    monkeypatch.setenv(kc.TABLE_ENV, str(path))
+    kc.table_for.cache_clear()
+    try:
+        assert kc.config_for("fwd", 3900, 16384) == winner
+        assert kc.config_for("persistent", 3900, 16384) == kc.rule_backward("persistent", 3900)
+        described = kc.describe("sm90")
+        assert described["table"] == "t.json" and described["source"] == "table" and described["override"] is True
+    finally:
+        kc.table_for.cache_clear()
+
+
+@pytest.mark.parametrize("bad", [{"schema": 2}, {"schema": 1, "entries": {"fwd": [{"N": 0, "M": 1, "config": {}}]}},
+                                 {"schema": 1, "entries": {"fwd": [{"N": 8, "M": 1, "config": {"warps": 4}}]}},
+                                 {"schema": 1, "entries": {"nope": [{"N": 8, "M": 1, "config": {}}]}}])
+def test_a_malformed_table_is_refused_with_the_reason(bad):
+    with pytest.raises(ValueError):
+        kc.parse_table(bad, "bad.json")
+
+
+def test_the_shipped_table_reads_and_covers_every_kind():
+    path = kc.table_path("sm90")
+    if not path.exists():
+        pytest.skip("no shipped sm90 table")
+    t = kc.load_table(path)
+    assert set(t.entries) == set(kc.KINDS)
+    assert t.meta["device"] and t.meta["created_at"] and t.meta["versions"]["triton"]
+    for kind, rows in t.entries.items():
+        for n, m, winner in rows:  # at a measured point the measured winner stands (the guard never overrules it)
+            assert t.lookup(kind, n, m) == winner, (kind, n, m)
+        for n in random_widths(4):  # elsewhere: a measured neighbour, else the rule
+            found = t.lookup(kind, n, 4096)
+            assert kc.config_for(kind, n, 4096) == (found if found is not None else kc.rule(kind, n, 4096))
