@@ -8,7 +8,7 @@ PORT   ?= 8000
 TORCH_SPEC  ?= torch==2.13.0
 TRITON_SPEC ?= triton==3.6.0
 
-.PHONY: setup run test test-fast chromium check bench clean readme-results
+.PHONY: setup run test test-fast lint chromium check bench clean readme-results
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -29,8 +29,12 @@ run: setup
 chromium:
 	@command -v chromium >/dev/null 2>&1 || ( (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "could not install chromium: browser tests will fail" )
 
-test: setup chromium
+test: setup chromium lint
 	$(BIN)/python -m pytest -q -ra
+
+# ruff: pyflakes + pycodestyle errors over the whole repository (pyproject.toml [tool.ruff])
+lint: setup
+	$(BIN)/ruff check .
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -ra -m "not browser"

@@ -80,7 +80,7 @@ def host_overhead(rounds: int = HOST_ROUNDS, rng: random.Random | None = None, d
                  for impl, y in ys.items()}
         bwd = paired_stats(interleaved(fns, rounds, rng, lambda impl, r: _host_us(grads[impl]),
                                        round_opening(cuda, SPIN_CYCLES, lambda impl, r: grads[impl]())), BASELINE)
-        del ys, grads
+        ys = grads = None  # the graphs go before the next shape
         for impl, fn in fns.items():
             errors = []
             for _ in range(3):  # first call (JIT) and later ones (direct launches) are all checked

@@ -12,7 +12,6 @@ Exit 0 when every profiled row is within the tolerance; 1 otherwise (or when not
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 

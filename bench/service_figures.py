@@ -84,7 +84,7 @@ def part_a(work: Path, max_examples: int, seed: int) -> dict:
     nonfinite_log = data / "nonfinite.ndjson"
     with LiveServer(data, max_queue=0, plugins="tests.app.slow_plugin") as server:
         stop = threading.Event()
-        holder = keep_device_busy(server.url, stop)
+        _holder = keep_device_busy(server.url, stop)
         command = [str(BIN / "schemathesis"), "run", server.url + "/openapi.json", "--max-examples", str(max_examples),
                    "--seed", str(seed), "--phases", "examples,coverage,fuzzing,stateful", "--checks", "all",
                    "--workers", "1", "--request-timeout", "60", "--generation-database", "none",

@@ -147,7 +147,6 @@ def _time_candidates(kind, m, n, dtype, configs, l2_bytes, device, seed) -> dict
             rounds[c].append(timed(c, FINAL_REPS))
     for c in finalists:
         times[c] = sorted(rounds[c])[len(rounds[c]) // 2]
-    del xs, dys, rstds, flush
     return times
 
 

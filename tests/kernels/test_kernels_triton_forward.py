@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-import triton
 from kernel_inputs import DTYPES, ODD_N, random_inputs
 
 from rmsnorm_kernels.poison import poisoned_outputs
