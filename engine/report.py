@@ -123,6 +123,8 @@ def print_summary(run: RunFile, console: Optional[Console] = None) -> None:
     s = run.summary or {}
     for table in summary_tables(run.run, run.rows, s.get("speedup")):
         console.print(table)
+    for line in standings_lines(s.get("standings"), (s.get("speedup") or {}).get("baseline") or DEFAULT_BASELINE):
+        console.print(line)
     if s:
         note = "" if s.get("complete", True) else " (incomplete: cancelled)"
         console.print(f"{s.get('rows', 0)} cases: {s.get('ok', 0)} ok, {s.get('wrong', 0)} wrong, "
@@ -133,6 +135,26 @@ def print_summary(run: RunFile, console: Optional[Console] = None) -> None:
     modes = {r.mode for r in run.rows if r.status == "ok"}
     if "interpreter" in modes:
         console.print("[yellow]Triton interpreter timings are CPU emulation, not kernel performance.[/yellow]")
+
+
+PASS_WORDS = {"fwd": "forward", "bwd": "backward"}
+
+
+def ratio_text(value: Optional[float]) -> str:
+    return "–" if value is None else f"{value:.2f}×"
+
+
+def standings_lines(standings: Optional[dict], baseline: str) -> list[str]:
+    """The footer: per pass, each implementation's shapes won / measured and its geometric-mean speedups over the
+    baseline and over the best peer (the summary's ``standings``; the dashboard's summary line says the same)."""
+    lines = []
+    for pass_, by_impl in (standings or {}).items():
+        parts = [f"{impl} {s['won']}/{s['measured']} won, {ratio_text(s['vs_baseline'])} {baseline}, "
+                 f"{ratio_text(s['vs_best_peer'])} best peer"
+                 for impl, s in sorted(by_impl.items(), key=lambda kv: (-kv[1]["won"], kv[0]))]
+        lines.append(f"{PASS_WORDS.get(pass_, pass_)} (geomean GB/s ratios; best peer: the fastest other "
+                     f"implementation of each shape): " + "; ".join(parts))
+    return lines
 
 
 def timing_note(rows) -> str:
