@@ -67,7 +67,7 @@ async function main() {
   const panel = new RunPanel(
     {
       form: $("#sweep-form"), preset: $("#preset"), impls: $("#impl-list"), mList: $("#m-list"), nList: $("#n-list"), reps: $("#reps"),
-      device: $("#device"), split: $("#split"), token: $("#token"), tokenField: $("#token-field"),
+      device: $("#device"), split: $("#split"), profile: $("#profile"), token: $("#token"), tokenField: $("#token-field"),
       interpreter: $("#interpreter"), interpreterField: $("#interpreter-field"), start: $("#start"), cancel: $("#cancel"), plan: $("#plan-line"),
       progress: $("#run-progress"), progressText: $("#progress-text"), status: $("#run-status"), error: $("#run-error"),
       tbody: $("#rows-table tbody"),
