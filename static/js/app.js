@@ -45,8 +45,8 @@ async function main() {
     metricPanels: $("#metric-panels"), altPanels: $("#alt-panels"), altFwd: $("#chart-alt-fwd"), altBwd: $("#chart-alt-bwd"),
     baseline: $("#baseline"), tableRun: $("#table-run"), table: $("#shape-table"), tableStatus: $("#shape-status"),
     note: $("#view-note"), diffControls: $("#diff-controls"), diffBase: $("#diff-base"), diffNew: $("#diff-new"),
-    diffWarning: $("#diff-warning"),
-  }, { charts, runs: () => history?.runs ?? [], openRuns: async (ids) => {
+    diffWarning: $("#diff-warning"), summary: $("#summary-lines"),
+  }, { charts, runs: () => history?.runs ?? [], name: (run) => history?.nameOf(run.run_id) ?? run.run_id, openRuns: async (ids) => {
     for (const [i, id] of ids.entries()) await history.open(id, { overlay: i > 0 });
   } });
   views.onChange = (state) => writeUrlState(state);
@@ -54,9 +54,9 @@ async function main() {
 
   history = new History(
     { tbody: $("#history-table tbody"), status: $("#history-status"), refresh: $("#history-refresh"), overlay: $("#history-overlay"), importInput: $("#history-import"), count: $("#history-count") },
-    { open: (doc, { overlay }) => {
-      const points = charts.open(doc, { overlay });
-      if (!overlay) dock.setMeasured(doc);
+    { open: (doc, { overlay, name }) => {
+      const points = charts.open(doc, { overlay, name });
+      if (!overlay) dock.setMeasured(doc, name);
       views.changed(); // dashA
       // dashB: History says why a run adds no point under the filters in force
       return { points, why: points ? null : charts.emptyReason(doc.run?.run_id) };
@@ -135,7 +135,7 @@ async function main() {
   }
   await history.refresh();
   // dashA: the runs the URL names, else the first-look run (firstLookRun); then the URL's view, filters, baseline.
-  await openFirstLook({ history, views });
+  await openFirstLook({ history, views, dock });
   views.ready = true;
   views.changed();
   window.dashboardReady = true;

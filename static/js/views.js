@@ -5,6 +5,7 @@
 import { drawPanel } from "./alt_chart.js";
 import { DiffView } from "./diff_view.js";
 import { ShapeTable, baselineByShape, shapeKey } from "./shape_table.js";
+import { renderSummary } from "./summary_line.js";
 
 export const DEFAULT_BASELINE = "torch-native";
 const ALT_VIEWS = new Set(["speedup", "diff"]);
@@ -14,7 +15,7 @@ export class Views {
   // els: {metricPanels, altPanels, altFwd, altBwd, baseline, tableRun, table, tableStatus, note,
   //       diffControls, diffBase, diffNew, diffWarning}; ctx: {charts, runs() -> the stored-run listing,
   //       openRuns(ids) -> open stored runs in the charts (the first plain, the others overlaid)}
-  constructor(els, { charts, runs, openRuns }) {
+  constructor(els, { charts, runs, openRuns, name }) {
     this.els = els;
     this.charts = charts;
     this.view = "GBps";
@@ -24,7 +25,8 @@ export class Views {
     this.onChange = null;
     this.table = new ShapeTable({ table: els.table, status: els.tableStatus });
     this.table.onSort = () => this.changed();
-    this.diff = new DiffView(els, { runs, shown: () => this.charts.sources, filter: () => this.charts.filter, onChange: () => this._save(), openRuns });
+    this.diff = new DiffView(els, { runs, shown: () => this.charts.sources, filter: () => this.charts.filter, onChange: () => this._save(), openRuns,
+      name, setFilter: (dim, value) => this.charts.setFilter(dim, value) });
     for (const radio of document.querySelectorAll('input[name="view"]')) {
       radio.addEventListener("change", () => radio.checked && this.setView(radio.value));
     }
@@ -108,6 +110,7 @@ export class Views {
     const filter = { ...this.charts.filter };
     const src = this._tableSource();
     this.table.show(src ? { label: src.label, rows: src.rows, live: src.live } : null, { baseline, filter });
+    renderSummary(this.els.summary, this._sources(), { baseline, tableKey: src?.key });
     this.els.note.hidden = true;
     const liveNote = this.charts.sources.some((s) => s.live) && this.charts.baselineNote;
     if (liveNote && !ALT_VIEWS.has(this.view)) {
