@@ -46,7 +46,11 @@ async function main() {
     baseline: $("#baseline"), tableRun: $("#table-run"), table: $("#shape-table"), tableStatus: $("#shape-status"),
     note: $("#view-note"), diffControls: $("#diff-controls"), diffBase: $("#diff-base"), diffNew: $("#diff-new"),
     diffWarning: $("#diff-warning"), summary: $("#summary-lines"),
-  }, { charts, runs: () => history?.runs ?? [], name: (run) => history?.nameOf(run.run_id) ?? run.run_id, openRuns: async (ids) => {
+    stepControls: $("#step-controls"), stepFwd: $("#step-fwd"), stepBwd: $("#step-bwd"), stepAdd: $("#step-add"),
+    stepReset: $("#step-reset"), stepPairs: $("#step-pairs"),
+    trendControls: $("#trend-controls"), trendDevice: $("#trend-device"), trendTiming: $("#trend-timing"),
+  }, { charts, runs: () => history?.runs ?? [], name: (run) => history?.nameOf(run.run_id) ?? run.run_id,
+    nameOf: (id) => history?.nameOf(id) ?? id, openRuns: async (ids) => {
     for (const [i, id] of ids.entries()) await history.open(id, { overlay: i > 0 });
   } });
   views.onChange = (state) => writeUrlState(state);
