@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from engine.models import ResultRow, RunFile, RunHeader
-from engine.summary import DEFAULT_BASELINE, shape_key
+from engine.summary import DEFAULT_BASELINE, shape_key, summarize
 
 BEST = "★"
 
@@ -123,7 +123,10 @@ def print_summary(run: RunFile, console: Optional[Console] = None) -> None:
     s = run.summary or {}
     for table in summary_tables(run.run, run.rows, s.get("speedup")):
         console.print(table)
-    for line in standings_lines(s.get("standings"), (s.get("speedup") or {}).get("baseline") or DEFAULT_BASELINE):
+    baseline = (s.get("speedup") or {}).get("baseline") or DEFAULT_BASELINE
+    # files written before the standings existed: the same numbers from their rows
+    standings = s.get("standings") if "standings" in s else summarize(run.rows, baseline=baseline)["standings"]
+    for line in standings_lines(standings, baseline):
         console.print(line)
     if s:
         note = "" if s.get("complete", True) else " (incomplete: cancelled)"
