@@ -127,7 +127,7 @@ def print_summary(run: RunFile, console: Optional[Console] = None) -> None:
     # files written before the standings existed: the same numbers from their rows
     standings = s.get("standings") if "standings" in s else summarize(run.rows, baseline=baseline)["standings"]
     for line in standings_lines(standings, baseline):
-        console.print(line)
+        console.print(line, soft_wrap=True)  # one line each: the terminal wraps it, a pipe or grep keeps it whole
     if s:
         note = "" if s.get("complete", True) else " (incomplete: cancelled)"
         console.print(f"{s.get('rows', 0)} cases: {s.get('ok', 0)} ok, {s.get('wrong', 0)} wrong, "
