@@ -37,7 +37,7 @@ export function showSource(el, { measured, offered, dtypeChoice, useOffered, nam
   window.dockScene.runId = measured?.run?.run_id ?? null;
   window.dockScene.offered = offered?.run?.run_id ?? null;
   if (!el) return;
-  const run = measured ? (name ? `the run ${name} (${measured.run?.device?.name ?? "?"})` : `the run on ${runName(measured.run)}`)
+  const run = measured ? (name ? `the run ${name} (${runName(measured.run)})` : `the run on ${runName(measured.run)}`)
     : "no run selected: the cost model draws every lane (open a run under History)";
   const data = document.createElement("span");
   data.className = "dock-run";
