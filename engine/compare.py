@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional, Union
 
 from engine.models import RunFile
-from engine.summary import shape_key
+from engine.summary import geomean, shape_key
 
 DEFAULT_FAIL_BELOW = 0.97
 
@@ -99,3 +99,53 @@ def format_comparison(doc: Mapping[str, Any], fail_below: Optional[float] = DEFA
         lines.append(f"{len(bad)} of {len(doc['rows'])} below {fail_below:g}" if bad
                      else f"all {len(doc['rows'])} at or above {fail_below:g} (min {doc['min_ratio']:.3f})")
     return "\n".join(lines)
+
+
+def trends(runs: list[Union[RunFile, Mapping[str, Any]]], fail_below: float = DEFAULT_FAIL_BELOW) -> dict[str, Any]:
+    """Performance across runs (of one device and timing mode: the caller picks them), per pass and implementation.
+
+    The runs are ordered by ``created_at`` (then commit). For each (pass, implementation), each run that measured it
+    is compared with the latest earlier run that measured it at one shape (dtype, M, N) or more in common
+    (``base_run_id``; runs of other shapes in between are passed over): ``base_GBps`` and ``new_GBps`` are the
+    geometric means of the two runs' GB/s over the ``shared`` shapes, ``ratio`` = new / base (the geometric mean of
+    the per-shape NEW/BASE ratios of `compare_runs`), and ``regression`` is ``ratio < fail_below``: the threshold of
+    ``rmsnorm-dash compare --fail-below``, applied to the mean. ``index`` chains the ratios (1.0 at the series'
+    first run; null for a later run that shares no shape with an earlier one). ``GBps``: the run's geometric mean
+    over all its shapes of that pass (not comparable across runs of different shapes)."""
+    docs = sorted((_document(r) for r in runs),
+                  key=lambda d: (str(d["run"].get("created_at") or ""), str(d["run"].get("git_commit") or "")))
+    series: dict[tuple[str, str], dict[str, Any]] = {}
+    for doc in docs:
+        by_pass_impl: dict[tuple[str, str], dict[str, float]] = {}
+        for key, by_impl in _measured(doc).items():
+            for impl, row in by_impl.items():
+                by_pass_impl.setdefault((row["pass"], impl), {})[key] = row["GBps"]
+        for (pass_, impl), gbps in sorted(by_pass_impl.items()):
+            s = series.setdefault((pass_, impl), {"pass": pass_, "impl": impl, "points": [], "_gbps": []})
+            point = {"run_id": doc["run"]["run_id"], "created_at": doc["run"].get("created_at"),
+                     "git_commit": doc["run"].get("git_commit"), "shapes": len(gbps), "GBps": geomean(gbps.values()),
+                     "base_run_id": None, "shared": 0, "base_GBps": None, "new_GBps": None, "ratio": None,
+                     "index": None if s["points"] else 1.0, "regression": False}
+            for earlier, last in zip(reversed(s["points"]), reversed(s["_gbps"])):
+                shared = sorted(set(gbps) & set(last))
+                if not shared:
+                    continue
+                base, new = geomean(last[k] for k in shared), geomean(gbps[k] for k in shared)
+                ratio = new / base
+                point.update(base_run_id=earlier["run_id"], shared=len(shared), base_GBps=base, new_GBps=new,
+                             ratio=ratio, regression=ratio < fail_below,
+                             index=earlier["index"] * ratio if earlier["index"] is not None else None)
+                break
+            s["points"].append(point)
+            s["_gbps"].append(gbps)
+    out = []
+    for s in series.values():
+        s.pop("_gbps")
+        out.append(s)
+    return {"fail_below": fail_below,
+            "runs": [{"run_id": d["run"]["run_id"], "created_at": d["run"].get("created_at"),
+                      "git_commit": d["run"].get("git_commit"),
+                      "complete": bool((d.get("summary") or {}).get("complete", True))} for d in docs],
+            "series": out,
+            "regressions": [{"pass": s["pass"], "impl": s["impl"], **p} for s in out for p in s["points"]
+                            if p["regression"]]}

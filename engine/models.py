@@ -315,6 +315,10 @@ class ResultRow(AliasModel):
     device_mallocs: Optional[int] = Field(
         default=None, ge=0, description="cudaMalloc calls made during the timed repetitions (CUDA events timing): "
         "nonzero means some timed calls waited for an allocation; null: not counted (CPU, CUDA graphs, older files)")
+    peak_bytes: Optional[int] = Field(
+        default=None, ge=0, description="bytes the pass itself allocates at its peak (outputs and temporaries, "
+        "inputs not counted): the CUDA caching allocator's peak during one call after the timed ones, less what "
+        "was allocated as it began; null: not measured (peak_bytes_note says why: CPU, CUDA graphs, older files)")
     started_at: float = Field(ge=0)
     ended_at: float = Field(ge=0)
     verified: Optional[bool] = Field(

@@ -20,7 +20,8 @@ Per call, every GPU activity the profiler records — kernels, memsets, copies �
   left out of the profile) while the call is enqueued, so these gaps are the GPU's, not the host's.
 
 On CPU (no GPU kernels) ``source`` is ``"cpu"``: the entries are the top-level CPU operators of the call
-(``aten::…``, ``autograd::engine::…``) with their inclusive CPU times, ``busy_us`` the host time they cover
+(``aten::…``; autograd's ``autograd::engine::evaluate_function: MulBackward0`` is named ``MulBackward0``, see
+`cpu_op_name`) with their inclusive CPU times, ``busy_us`` the host time they cover
 and ``gap_us`` the part of the host time no operator covers (Python around them). Profiling costs time, so it is off by default, and its
 numbers are a breakdown, not the measurement: the row's ``median_us`` stays the timed one.
 """
@@ -63,6 +64,18 @@ def _busy_and_span(intervals: list[tuple[float, float]]) -> tuple[float, float]:
     return busy, intervals[-1][1] - intervals[0][0]
 
 
+AUTOGRAD_PREFIXES = ("autograd::engine::evaluate_function: ", "torch::autograd::")
+
+
+def cpu_op_name(name: str) -> str:
+    """A CPU operator's readable name: autograd's wrapper prefixes dropped (``MulBackward0``, ``AccumulateGrad``),
+    ``aten::mul`` kept as it is."""
+    for prefix in AUTOGRAD_PREFIXES:
+        while name.startswith(prefix):
+            name = name[len(prefix):]
+    return name
+
+
 def _one_call(workload, i: int, cuda: bool, spin_s: float = FIRST_SPIN_S) -> tuple[dict[str, list[float]], float, float, float]:
     """Profile call ``i`` alone, the GPU spinning ``spin_s`` first: ({name: [durations_us]}, host_us, busy_us,
     gap_us)."""
@@ -88,7 +101,7 @@ def _one_call(workload, i: int, cuda: bool, spin_s: float = FIRST_SPIN_S) -> tup
         elif evt.device_type != DeviceType.CPU or evt.cpu_parent is not None or evt.is_async:
             continue
         start, end = evt.time_range.start, evt.time_range.end
-        durations.setdefault(evt.name, []).append(end - start)
+        durations.setdefault(evt.name if cuda else cpu_op_name(evt.name), []).append(end - start)
         intervals.append((start, end))
     busy, span = _busy_and_span(intervals)
     gap_us = span - busy if cuda else max(0.0, host_us - busy)

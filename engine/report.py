@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from engine.models import ResultRow, RunFile, RunHeader
-from engine.summary import DEFAULT_BASELINE, shape_key
+from engine.summary import DEFAULT_BASELINE, shape_key, summarize
 
 BEST = "★"
 
@@ -123,6 +123,11 @@ def print_summary(run: RunFile, console: Optional[Console] = None) -> None:
     s = run.summary or {}
     for table in summary_tables(run.run, run.rows, s.get("speedup")):
         console.print(table)
+    baseline = (s.get("speedup") or {}).get("baseline") or DEFAULT_BASELINE
+    # files written before the standings existed: the same numbers from their rows
+    standings = s.get("standings") if "standings" in s else summarize(run.rows, baseline=baseline)["standings"]
+    for line in standings_lines(standings, baseline):
+        console.print(line, soft_wrap=True)  # one line each: the terminal wraps it, a pipe or grep keeps it whole
     if s:
         note = "" if s.get("complete", True) else " (incomplete: cancelled)"
         console.print(f"{s.get('rows', 0)} cases: {s.get('ok', 0)} ok, {s.get('wrong', 0)} wrong, "
@@ -133,6 +138,26 @@ def print_summary(run: RunFile, console: Optional[Console] = None) -> None:
     modes = {r.mode for r in run.rows if r.status == "ok"}
     if "interpreter" in modes:
         console.print("[yellow]Triton interpreter timings are CPU emulation, not kernel performance.[/yellow]")
+
+
+PASS_WORDS = {"fwd": "forward", "bwd": "backward"}
+
+
+def ratio_text(value: Optional[float]) -> str:
+    return "–" if value is None else f"{value:.2f}×"
+
+
+def standings_lines(standings: Optional[dict], baseline: str) -> list[str]:
+    """The footer: per pass, each implementation's shapes won / measured and its geometric-mean speedups over the
+    baseline and over the best peer (the summary's ``standings``; the dashboard's summary line says the same)."""
+    lines = []
+    for pass_, by_impl in (standings or {}).items():
+        parts = [f"{impl} {s['won']}/{s['measured']} won, {ratio_text(s['vs_baseline'])} {baseline}, "
+                 f"{ratio_text(s['vs_best_peer'])} best peer"
+                 for impl, s in sorted(by_impl.items(), key=lambda kv: (-kv[1]["won"], kv[0]))]
+        lines.append(f"{PASS_WORDS.get(pass_, pass_)} (geomean GB/s ratios; best peer: the fastest other "
+                     f"implementation of each shape): " + "; ".join(parts))
+    return lines
 
 
 def timing_note(rows) -> str:

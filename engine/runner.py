@@ -225,6 +225,9 @@ class DeviceBench:
         ceiling = self.ceiling()
         pct = 100.0 * gbps / ceiling.GBps if (gbps is not None and ceiling is not None and ceiling.GBps > 0) else None
         wrong = verdict is not None and not verdict.verified
+        if stats.peak_bytes is None:
+            row["peak_bytes_note"] = (PEAK_NOT_ON_CPU if self.device.type != "cuda" else
+                                      "not measured with CUDA-graph timing (the graph's pool is allocated at capture)")
         return finish("wrong" if wrong else "ok", verdict.reason if wrong else None, profile=outcome.profile,
                       **dataclasses.asdict(stats), GBps=gbps, pct_of_ceiling=pct)
 
@@ -277,6 +280,9 @@ class DeviceBench:
         ceiling = self.ceiling()
         request = {**sweep.model_dump(), "implementations": implementations}
         return devices.run_header(self.info, run_id, request, ceiling, self.ceiling_method)
+
+
+PEAK_NOT_ON_CPU = "not measured on CPU: the peak is the CUDA caching allocator's counter"
 
 
 def new_run_id() -> str:

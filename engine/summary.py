@@ -8,11 +8,20 @@ timed but off the reference, never does).
 ``speedup`` = ``{"baseline": name, "by_shape": {key: {impl: GBps / baseline's GBps}}}``: per shape, every ok
 implementation's speedup over the baseline (the sweep's ``baseline``, default ``torch-native``; 1.0 for the
 baseline itself); a shape where the baseline has no ok row is absent.
+
+``standings`` = ``{pass: {impl: {"won", "measured", "vs_baseline", "vs_baseline_shapes", "vs_best_peer",
+"vs_best_peer_shapes"}}}``: the one-line answer per pass. ``won``: the shapes (every dtype, M and N of that pass)
+where the implementation is ``best``; ``measured``: those with an ok row of it; ``vs_baseline``: the geometric
+mean over shapes of its GB/s over the baseline's (the shapes where both are ok); ``vs_best_peer``: the geometric
+mean of its GB/s over the best peer's, the best peer of a shape being the fastest ok implementation *other than
+this one* (so > 1 means it beats every other implementation on average, the winner's margin; < 1, how far it is
+behind the fastest other). A mean over no shape is null.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Union
+import math
+from typing import Any, Iterable, Mapping, Optional, Union
 
 from engine.models import ResultRow
 
@@ -51,10 +60,39 @@ def summarize(rows: Iterable[Row], complete: bool = True, baseline: str = DEFAUL
                 "median_us": row.get("median_us"),
             }
     return {"rows": total, **counts, "complete": bool(complete), "best": best,
-            "speedup": {"baseline": baseline, "by_shape": speedups(measured, baseline)}}
+            "speedup": {"baseline": baseline, "by_shape": speedups(measured, baseline)},
+            "standings": standings(measured, best, baseline)}
 
 
 def speedups(measured: Mapping[str, Mapping[str, float]], baseline: str) -> dict[str, dict[str, float]]:
     """shape key → impl → GBps / the baseline's GBps, for the shapes the baseline was measured at."""
     return {key: {impl: gbps / by_impl[baseline] for impl, gbps in by_impl.items()}
             for key, by_impl in measured.items() if by_impl.get(baseline)}
+
+
+def geomean(values: Iterable[float]) -> Optional[float]:
+    logs = [math.log(v) for v in values if v and v > 0]
+    return math.exp(sum(logs) / len(logs)) if logs else None
+
+
+def standings(measured: Mapping[str, Mapping[str, float]], best: Mapping[str, Mapping[str, Any]],
+              baseline: str) -> dict[str, dict[str, dict[str, Any]]]:
+    """pass → impl → shapes won / measured and the two geometric means (see the module's docstring)."""
+    acc: dict[str, dict[str, dict[str, list]]] = {}
+    for key, by_impl in measured.items():
+        pass_ = key.split("/", 1)[0]
+        for impl, gbps in by_impl.items():
+            a = acc.setdefault(pass_, {}).setdefault(impl, {"won": [], "base": [], "peer": [], "n": []})
+            a["n"].append(key)
+            if best.get(key, {}).get("impl") == impl:
+                a["won"].append(key)
+            if by_impl.get(baseline):
+                a["base"].append(gbps / by_impl[baseline])
+            peers = [g for other, g in by_impl.items() if other != impl]
+            if peers:
+                a["peer"].append(gbps / max(peers))
+    return {pass_: {impl: {"won": len(a["won"]), "measured": len(a["n"]),
+                           "vs_baseline": geomean(a["base"]), "vs_baseline_shapes": len(a["base"]),
+                           "vs_best_peer": geomean(a["peer"]), "vs_best_peer_shapes": len(a["peer"])}
+                    for impl, a in sorted(by.items())}
+            for pass_, by in sorted(acc.items())}

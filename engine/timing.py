@@ -22,6 +22,11 @@
   ``cuda-graph`` mode (for small problems, labelled as such in the row) captures one call per set in a
   CUDA graph and times each replay, divided by the calls in it.
 - **Statistics**: median, min, max and the quartiles of the per-repetition times.
+- **Peak memory** (CUDA events mode): after the timed repetitions, one more call of the pass, between two
+  synchronisations: the caching allocator's peak during it less what was allocated when it began (the inputs,
+  a backward's saved graph, the previous output), i.e. the outputs and temporaries the pass itself allocates.
+  One call apart, so the synchronisation it needs never falls among the timed calls. Null on CPU (no allocator
+  counter) and with CUDA graphs (their pool is allocated at capture).
 """
 
 from __future__ import annotations
@@ -54,6 +59,9 @@ class Stats:
     """cudaMalloc calls PyTorch's caching allocator made during the timed repetitions (CUDA only). A timed call
     that makes one waits for it, and for the page mapping of its size, between its events: nonzero marks a
     median that may hold allocation time, not only the kernels'."""
+    peak_bytes: Optional[int] = None
+    """bytes the pass itself allocates at its peak (outputs and temporaries; inputs not counted), CUDA events
+    mode only (see the module's docstring)"""
 
 
 def _quantile(sorted_values: Sequence[float], q: float) -> float:
@@ -72,8 +80,20 @@ def device_mallocs(device: torch.device) -> Optional[int]:
     return int(value) if value is not None else None
 
 
+def peak_pass_bytes(workload, i: int, device: torch.device) -> int:
+    """The allocator's peak during one call of the pass less what was allocated as it began (see the module's
+    docstring)."""
+    workload.before(i)
+    torch.cuda.synchronize(device)
+    before = torch.cuda.memory_allocated(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    workload.call(i)
+    torch.cuda.synchronize(device)
+    return max(0, torch.cuda.max_memory_allocated(device) - before)
+
+
 def stats_from_seconds(samples: Sequence[float], host_us: Optional[float] = None,
-                       mallocs: Optional[int] = None) -> Stats:
+                       mallocs: Optional[int] = None, peak_bytes: Optional[int] = None) -> Stats:
     if not samples:
         raise ValueError("no timing samples")
     values = sorted(float(s) * 1e6 for s in samples)
@@ -88,6 +108,7 @@ def stats_from_seconds(samples: Sequence[float], host_us: Optional[float] = None
         repetitions=len(values),
         host_us=host_us,
         device_mallocs=mallocs,
+        peak_bytes=peak_bytes,
     )
 
 
@@ -276,7 +297,9 @@ def measure(
             mallocs_after = device_mallocs(device)
             samples = [s.elapsed_time(e) * 1e-3 for s, e in zip(starts, ends)]
             mallocs = None if mallocs_before is None or mallocs_after is None else mallocs_after - mallocs_before
-            return stats_from_seconds(samples, host_us=statistics.median(hosts) * 1e6, mallocs=mallocs)
+            peak = peak_pass_bytes(workload, start_index + repetitions, device)
+            return stats_from_seconds(samples, host_us=statistics.median(hosts) * 1e6, mallocs=mallocs,
+                                      peak_bytes=peak)
         else:
             samples = []
             for r in range(repetitions):

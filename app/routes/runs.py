@@ -80,9 +80,19 @@ def run_json_download(run_id: RunId, service: Service = Depends(get_service)) ->
 
 
 @router.get("/api/runs/{run_id:run_id}", response_model=RunDocument, responses=NOT_FOUND)
-def get_run(run_id: RunId, service: Service = Depends(get_service)) -> JSONResponse:
+def get_run(run_id: RunId, service: Service = Depends(get_service),
+            baseline: str | None = Query(None, min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:+-]*$",
+                                         description="the summary's speedups and standings over this implementation "
+                                         "instead of the run's own baseline (what the dashboard's baseline picker "
+                                         "shows)")) -> JSONResponse:
     """The run as a result file: ``{"run": header, "rows": [...], "summary": {...}}``."""
-    return JSONResponse(finite(_run_or_404(service, run_id)))
+    document = _run_or_404(service, run_id)
+    if baseline is not None and not (document["summary"] or {}).get("running"):
+        from engine.summary import summarize
+
+        summary = document["summary"] or {}
+        document["summary"] = {**summary, **summarize(document["rows"], summary.get("complete", True), baseline)}
+    return JSONResponse(finite(document))
 
 
 @router.delete("/api/runs/{run_id:run_id}", response_model=Deleted, dependencies=[Depends(require_write_access)],

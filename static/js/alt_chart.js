@@ -18,7 +18,8 @@ function powersOfTwo(lo, hi) {
 }
 
 // groups: [{name, impl, dash, points: [{N, y, hover}]}]; ref: the y of the reference line; yTitle: the axis title.
-export function drawPanel(el, pass, { groups, ref, refName, yTitle, empty }) {
+// title: the panel's title (default "<pass>: <yTitle>"); ref null: no reference line.
+export function drawPanel(el, pass, { groups, ref, refName, yTitle, empty, title = null }) {
   const Plotly = window.Plotly;
   if (!Plotly || !el) return;
   const traces = groups.filter((g) => g.points.length).map((g) => {
@@ -40,7 +41,7 @@ export function drawPanel(el, pass, { groups, ref, refName, yTitle, empty }) {
   const xs = traces.flatMap((t) => t.x);
   const ticks = xs.length ? powersOfTwo(Math.min(...xs), Math.max(...xs)) : [256, 1024, 4096, 16384];
   const data = [...traces];
-  if (xs.length) {
+  if (xs.length && ref != null) {
     data.push({
       type: "scatter", mode: "lines", uid: uid(pass, "ref"), name: refName, x: [Math.min(...xs) / 1.25, Math.max(...xs) * 1.25],
       y: [ref, ref], line: { color: "#555", dash: "dot", width: 1.5 }, hoverinfo: "skip",
@@ -50,7 +51,7 @@ export function drawPanel(el, pass, { groups, ref, refName, yTitle, empty }) {
   const legendKey = `${el.clientWidth}|${data.map((t) => t.name).join("|")}`;
   const legendPx = data.length ? (el._altLegend?.key === legendKey ? el._altLegend.px : 24 * Math.ceil(data.length / 3)) : 0;
   const layout = {
-    title: { text: `${PASS_TITLES[pass]}: ${yTitle}`, font: { size: 14 }, x: 0.01, xanchor: "left" },
+    title: { text: title ?? `${PASS_TITLES[pass]}: ${yTitle}`, font: { size: 14 }, x: 0.01, xanchor: "left" },
     margin: { l: 60, r: 16, t: 48, b: BOTTOM_PX + legendPx },
     height: PLOT_PX + BOTTOM_PX + legendPx,
     xaxis: { title: { text: "N (hidden size, log₂ axis)" }, type: "log", tickvals: ticks, ticktext: ticks.map(tickText), zeroline: false },

@@ -125,3 +125,11 @@ export function getCompare(base, newId, { allowMixedTiming = true } = {}) {
   const q = new URLSearchParams({ base, new: newId, allow_mixed_timing: String(allowMixedTiming) });
   return json(`api/compare?${q}`);
 }
+
+// Trends across the stored runs of one device and timing mode (engine.compare.trends); null: the service's default.
+export function getTrends(device = null, timing = null) {
+  const q = new URLSearchParams();
+  if (device) q.set("device", device);
+  if (timing) q.set("timing", timing);
+  return json(`api/trends?${q}`);
+}

@@ -45,8 +45,12 @@ async function main() {
     metricPanels: $("#metric-panels"), altPanels: $("#alt-panels"), altFwd: $("#chart-alt-fwd"), altBwd: $("#chart-alt-bwd"),
     baseline: $("#baseline"), tableRun: $("#table-run"), table: $("#shape-table"), tableStatus: $("#shape-status"),
     note: $("#view-note"), diffControls: $("#diff-controls"), diffBase: $("#diff-base"), diffNew: $("#diff-new"),
-    diffWarning: $("#diff-warning"),
-  }, { charts, runs: () => history?.runs ?? [], openRuns: async (ids) => {
+    diffWarning: $("#diff-warning"), summary: $("#summary-lines"),
+    stepControls: $("#step-controls"), stepFwd: $("#step-fwd"), stepBwd: $("#step-bwd"), stepAdd: $("#step-add"),
+    stepReset: $("#step-reset"), stepPairs: $("#step-pairs"),
+    trendControls: $("#trend-controls"), trendDevice: $("#trend-device"), trendTiming: $("#trend-timing"),
+  }, { charts, runs: () => history?.runs ?? [], name: (run) => history?.nameOf(run.run_id) ?? run.run_id,
+    nameOf: (id) => history?.nameOf(id) ?? id, openRuns: async (ids) => {
     for (const [i, id] of ids.entries()) await history.open(id, { overlay: i > 0 });
   } });
   views.onChange = (state) => writeUrlState(state);
@@ -54,9 +58,9 @@ async function main() {
 
   history = new History(
     { tbody: $("#history-table tbody"), status: $("#history-status"), refresh: $("#history-refresh"), overlay: $("#history-overlay"), importInput: $("#history-import"), count: $("#history-count") },
-    { open: (doc, { overlay }) => {
-      const points = charts.open(doc, { overlay });
-      if (!overlay) dock.setMeasured(doc);
+    { open: (doc, { overlay, name }) => {
+      const points = charts.open(doc, { overlay, name });
+      if (!overlay) dock.setMeasured(doc, name);
       views.changed(); // dashA
       // dashB: History says why a run adds no point under the filters in force
       return { points, why: points ? null : charts.emptyReason(doc.run?.run_id) };
@@ -67,7 +71,7 @@ async function main() {
   const panel = new RunPanel(
     {
       form: $("#sweep-form"), preset: $("#preset"), impls: $("#impl-list"), mList: $("#m-list"), nList: $("#n-list"), reps: $("#reps"),
-      device: $("#device"), split: $("#split"), token: $("#token"), tokenField: $("#token-field"),
+      device: $("#device"), split: $("#split"), profile: $("#profile"), token: $("#token"), tokenField: $("#token-field"),
       interpreter: $("#interpreter"), interpreterField: $("#interpreter-field"), start: $("#start"), cancel: $("#cancel"), plan: $("#plan-line"),
       progress: $("#run-progress"), progressText: $("#progress-text"), status: $("#run-status"), error: $("#run-error"),
       tbody: $("#rows-table tbody"),
@@ -135,7 +139,7 @@ async function main() {
   }
   await history.refresh();
   // dashA: the runs the URL names, else the first-look run (firstLookRun); then the URL's view, filters, baseline.
-  await openFirstLook({ history, views });
+  await openFirstLook({ history, views, dock });
   views.ready = true;
   views.changed();
   window.dashboardReady = true;

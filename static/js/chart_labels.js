@@ -43,7 +43,8 @@ export function sourcesSentence(sources) {
     const n = (st) => s.rows.filter((r) => r.status === st).length;
     const ceiling = s.header?.ceiling_GBps;
     const mode = s.rows.find((r) => r.mode)?.mode;
-    let text = `${s.label}: ${n("ok")} measured`;
+    const device = s.header?.device?.name;
+    let text = `${s.label}${device && !s.live && !String(s.label).includes(device) ? ` (${device})` : ""}: ${n("ok")} measured`;
     for (const st of ["skipped", "error", "wrong"]) if (n(st)) text += `, ${n(st)} ${st}`;
     if (Number.isFinite(ceiling)) text += `, copy ceiling ${fmt(ceiling)} GB/s`;
     if (mode && mode !== "cuda") text += ` (${mode} timings)`;

@@ -26,6 +26,10 @@ export function drawProfile({ el, caption, rows, shape, scheme, theme, multiRun,
   const at = rows.filter((r) => sameShape(r, shape));
   el.hidden = caption.hidden = !at.length;
   if (!at.length || !Plotly) return;
+  // A CPU profile has operators, not kernels, and its gap is host time outside them: no GPU is involved.
+  const cpu = at.every((r) => r.profile.source === "cpu");
+  const unit = cpu ? "CPU operator" : "kernel";
+  const gapWords = cpu ? "host time outside the operators (Python around them)" : "idle gap between kernels";
   const label = (r) => (multiRun ? `${r.impl} [${r._run}]` : r.impl);
   const names = at.map(label);
   const traces = [];
@@ -39,7 +43,7 @@ export function drawProfile({ el, caption, rows, shape, scheme, theme, multiRun,
         marker: { color, opacity: 1 - (0.55 * j) / Math.max(1, kernels.length), line: { color: theme.plotBg, width: 1 } },
         text: [k.name.length > 28 ? `${k.name.slice(0, 26)}…` : k.name], textposition: "inside", insidetextanchor: "middle",
         textfont: { size: 10 },
-        hovertemplate: `<b>${esc(r.impl)}</b><br>${esc(k.name)}<br>${(k.median_us ?? 0).toFixed(2)} µs` +
+        hovertemplate: `<b>${esc(r.impl)}</b><br>${unit} ${esc(k.name)}<br>${(k.median_us ?? 0).toFixed(2)} µs` +
           `${k.calls > 1 ? ` (${k.calls} launches)` : ""}<extra></extra>`,
       });
     });
@@ -47,7 +51,7 @@ export function drawProfile({ el, caption, rows, shape, scheme, theme, multiRun,
       traces.push({
         type: "bar", x: [names[i]], y: [r.profile.gap_us], name: "gap", showlegend: false, meta: { kind: "gap", impl: r.impl },
         marker: { color: "rgba(0,0,0,0)", line: { color: theme.muted, width: 1 }, pattern: { shape: "/", fgcolor: theme.muted } },
-        hovertemplate: `<b>${esc(r.impl)}</b><br>idle gap between kernels ${r.profile.gap_us.toFixed(2)} µs<extra></extra>`,
+        hovertemplate: `<b>${esc(r.impl)}</b><br>${gapWords} ${r.profile.gap_us.toFixed(2)} µs<extra></extra>`,
       });
     }
   });
@@ -70,9 +74,10 @@ export function drawProfile({ el, caption, rows, shape, scheme, theme, multiRun,
       showlegend: true,
     });
   }
-  const source = at[0].profile.source === "cpu" ? " (CPU ops: a CPU profile)" : "";
-  const title = `Kernel breakdown, ${shape.pass} ${shape.dtype} M=${shape.M} N=${shape.N}${source}`;
-  caption.textContent = `${title}. Each segment is one kernel's median time; hatched: the GPU idle between them;` +
+  const title = `${cpu ? "CPU-operator" : "Kernel"} breakdown, ${shape.pass} ${shape.dtype} M=${shape.M} N=${shape.N}` +
+    (cpu ? " (a CPU profile: no GPU kernels)" : "");
+  caption.textContent = `${title}. Each segment is one ${unit}'s median time${cpu ? " (inclusive of the operators it calls)" : ""};` +
+    ` hatched: ${cpu ? "the host time no operator covers" : "the GPU idle between them"};` +
     ` the bar: host time of one call${spans.length ? "; ◆: the GPU span of one call (overlapping kernels stack above it)" : ""}.` +
     " Click a point in the charts above to pick another shape.";
   const layout = themedLayout(theme, {

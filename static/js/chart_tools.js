@@ -53,7 +53,7 @@ export function untab(el) {
 }
 
 const CSV_COLUMNS = ["pass", "run", "impl", "dtype", "M", "N", "status", "view", "value", "median_us", "q1_us", "q3_us",
-  "min_us", "max_us", "GBps", "pct_of_ceiling", "host_us", "cpu_bound", "best", "reason"];
+  "min_us", "max_us", "GBps", "pct_of_ceiling", "host_us", "cpu_bound", "best", "reason", "peak_bytes"];
 
 function cell(v) {
   if (v == null || (typeof v === "number" && !Number.isFinite(v))) return "";
@@ -69,7 +69,7 @@ export function csvOfView(entries, view) {
     const r = e.row;
     lines.push([e.pass, e.run, r.impl, r.dtype, r.M, r.N, r.status, view, e.value, r.median_us, r.q1_us, r.q3_us,
       r.min_us, r.max_us, r.GBps, r.pct_of_ceiling, r.host_us, e.cpuBound ? "yes" : "", e.best ? "yes" : "",
-      r.status === "wrong" ? r.reason : ""].map(cell).join(","));
+      r.status === "wrong" ? r.reason : "", r.peak_bytes].map(cell).join(","));
   }
   return lines.join("\n") + "\n";
 }

@@ -78,6 +78,9 @@ function iqrBars(rows, y, view) {
   return { plus: plus.map((v) => Math.max(0, v)), minus: minus.map((v) => Math.max(0, v)) };
 }
 
+// Bytes as MiB, three significant digits.
+export const mib = (bytes) => { const v = bytes / 2 ** 20; return v >= 100 ? v.toFixed(0) : v.toPrecision(3); };
+
 function note(r, isBest) {
   const out = [];
   if (r.status === "wrong") out.push(`<b>wrong</b>: ${esc(r.reason || "off the fp64 reference")} (never ranked)`);
@@ -91,6 +94,7 @@ function note(r, isBest) {
   if (Number.isFinite(r.device_mallocs) && r.device_mallocs > 0) {
     out.push(`${r.device_mallocs} cudaMalloc in the timed calls: the median may hold allocation time`);
   }
+  if (Number.isFinite(r.peak_bytes)) out.push(`peak memory of the pass ${mib(r.peak_bytes)} MiB (outputs and temporaries)`);
   if (r.verified === false && r.status !== "wrong") out.push("failed verification");
   else if (r.verified == null && r.status === "ok") out.push("not verified");
   if (isBest) out.push("★ best at this shape");

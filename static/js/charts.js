@@ -102,10 +102,13 @@ export class Charts {
 
   // Show a stored run (a run-file document); with overlay=true it is added next to what is shown.
   // Returns how many points the run adds under the filters in force (0: say why, see emptyReason).
-  open(doc, { overlay = false } = {}) {
+  // name: the History's name of the run (run_names.js), the one every picker and legend shows.
+  open(doc, { overlay = false, name = null } = {}) {
     const key = doc.run?.run_id ?? `run-${this.sources.length}`;
     const timing = doc.rows?.find((r) => r.timing)?.timing;
-    const src = { key, label: sourceLabel(doc.run, { timing }), header: doc.run, rows: doc.rows ?? [], live: false };
+    const graphs = timing === "cuda-graph" && name && !/cuda.?graph/i.test(name) ? " · CUDA graph" : "";
+    const label = name ? `${name}${graphs}` : sourceLabel(doc.run, { timing });
+    const src = { key, label, header: doc.run, rows: doc.rows ?? [], live: false, partial: doc.summary?.complete === false };
     if (!overlay) {
       this.sources = [src];
       this.picked = { dtype: null, M: null };

@@ -1,22 +1,23 @@
 // The run-vs-run view: % change of GB/s per shape and implementation between two stored runs, from
-// GET /api/compare (only rows measured ok in both). Runs timed in different modes (CUDA events vs CUDA-graph
-// replays) measure different things: the view says so in a warning above the charts.
+// GET /api/compare (only rows measured ok in both). By default base is the older run and new the newer, so a
+// change reads forward in time. Runs are named as History names them (run_names.js). A warning above the charts
+// says when the two runs were timed in different modes (CUDA events vs CUDA-graph replays), ran on different
+// devices, or with different torch / triton versions: then the card or the stack, not the code, may explain a
+// change. The chart filters show what is drawn: when the compared runs lack the filter's dtype or M, the view
+// draws another and moves the filter to it.
 
 import { getCompare } from "./api.js";
 import { drawPanel } from "./alt_chart.js";
+import { runName } from "./run_names.js";
 
 const ALL = "all";
-
-function when(iso) {
-  const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? String(iso ?? "") : d.toISOString().slice(0, 16).replace("T", " ");
-}
-
-export const runLabel = (r) => `${r.device_name ?? "?"} · ${when(r.created_at)} · ${r.timing ?? "?"} · ${String(r.run_id).slice(-8)}`;
+const at = (r) => String(r?.created_at ?? "");
 
 export class DiffView {
-  constructor(els, { runs, shown, filter, onChange, openRuns }) {
+  constructor(els, { runs, shown, filter, onChange, openRuns, name, setFilter }) {
     this.els = els;
+    this.name = name ?? ((r) => runName(r)); // (listing entry) -> the History's name
+    this.setFilter = setFilter; // (dim, value) -> the chart filter shows what is drawn
     this.runs = runs; // () -> the stored-run listing (GET /api/runs)
     this.shown = shown; // () -> the chart sources
     this.filter = filter; // () -> the chart filter {dtype, M}
@@ -40,25 +41,52 @@ export class DiffView {
     }
   }
 
-  // The two runs: the user's picks, else the first shown run as new and the second shown (or the newest
-  // other run of the same device) as base.
+  // The two runs: the user's picks; else of the shown runs the newer as new and the older as base; with one run
+  // shown, it is new and base is the newest older run of the same device (else of any device); base is never the
+  // newer of the two unless the user picked it so.
   _resolve(listing) {
-    const ids = new Set(listing.map((r) => r.run_id));
-    const shown = this.shown().map((s) => String(s.key)).filter((k) => ids.has(k));
-    const pickNew = ids.has(this.picked.new) ? this.picked.new : shown[0] ?? listing[0]?.run_id ?? null;
-    let pickBase = ids.has(this.picked.base) ? this.picked.base : shown.find((k) => k !== pickNew) ?? null;
+    const byId = new Map(listing.map((r) => [r.run_id, r]));
+    const shown = this.shown().map((s) => String(s.key)).filter((k) => byId.has(k));
+    const picked = (k) => (byId.has(this.picked[k]) ? this.picked[k] : null);
+    let pickNew = picked("new");
+    let pickBase = picked("base");
+    if (!pickNew && !pickBase && shown.length > 1) {
+      const [a, b] = shown.slice(0, 2).map((k) => byId.get(k));
+      [pickBase, pickNew] = at(a) <= at(b) ? [a.run_id, b.run_id] : [b.run_id, a.run_id];
+    }
+    pickNew = pickNew ?? shown.find((k) => k !== pickBase) ?? listing[0]?.run_id ?? null;
     if (!pickBase) {
-      const device = listing.find((r) => r.run_id === pickNew)?.device_name;
+      const nw = byId.get(pickNew);
       const others = listing.filter((r) => r.run_id !== pickNew);
-      pickBase = (others.find((r) => r.device_name === device) ?? others[0])?.run_id ?? null;
+      const older = others.filter((r) => at(r) <= at(nw)); // the listing is newest first
+      pickBase = (older.find((r) => r.device_name === nw?.device_name) ?? older[0] ?? others[0])?.run_id ?? null;
     }
     return { base: pickBase, new: pickNew };
+  }
+
+  // What differs between the two runs besides the code: device, torch / triton versions, timing mode.
+  differences(listing, base, newId, doc) {
+    const b = listing.find((r) => r.run_id === base) ?? {};
+    const n = listing.find((r) => r.run_id === newId) ?? {};
+    const out = [];
+    if (b.device_name !== n.device_name) {
+      out.push(`the devices differ (base: ${b.device_name ?? "?"}, new: ${n.device_name ?? "?"}): the card, not the code, may explain the changes`);
+    }
+    for (const k of ["torch", "triton"]) {
+      const [vb, vn] = [b.versions?.[k] ?? "?", n.versions?.[k] ?? "?"];
+      if (vb !== vn) out.push(`${k} versions differ (base: ${vb}, new: ${vn})`);
+    }
+    if (doc && doc.base.timing !== doc.new.timing) {
+      out.push(`timing modes differ: the base run was timed with ${doc.base.timing}, the new one with ${doc.new.timing}. ` +
+        "CUDA-graph replays leave out launch overhead that event timing includes: the % changes below mix both effects");
+    }
+    return out;
   }
 
   _fill(sel, listing, chosen) {
     const want = listing.map((r) => r.run_id);
     if ([...sel.options].map((o) => o.value).join("|") !== want.join("|")) {
-      sel.replaceChildren(...listing.map((r) => new Option(runLabel(r), r.run_id)));
+      sel.replaceChildren(...listing.map((r) => new Option(this.name(r), r.run_id)));
     }
     if (chosen) sel.value = chosen;
   }
@@ -98,12 +126,9 @@ export class DiffView {
       this._draw(null);
       return;
     }
-    const mixed = doc.base.timing !== doc.new.timing;
-    warn.hidden = !mixed;
-    warn.textContent = mixed
-      ? `Timing modes differ: the base run was timed with ${doc.base.timing}, the new one with ${doc.new.timing}. ` +
-        "CUDA-graph replays leave out launch overhead that event timing includes: the % changes below mix both effects."
-      : "";
+    const diffs = this.differences(listing, base, newId, doc);
+    warn.hidden = !diffs.length;
+    warn.textContent = diffs.length ? `Not like for like: ${diffs.join("; ")}.` : "";
     this._draw(doc);
   }
 
@@ -118,6 +143,12 @@ export class DiffView {
     const M = f.M === ALL || Ms.includes(f.M) ? f.M : Math.max(...(inD.length ? inD : [0]));
     const keep = rows.filter((r) => (dtype === ALL || r.dtype === dtype) && (M === ALL || r.M === M));
     this.drawnFilter = { dtype, M };
+    // The filters show what is drawn (issue 35: the M filter said one value while the chart drew another).
+    if (rows.length && this.setFilter) {
+      if (dtype !== f.dtype) this.setFilter("dtype", dtype);
+      if (M !== f.M) this.setFilter("M", M);
+      if (dtype !== f.dtype || M !== f.M) this.onChange?.();
+    }
     for (const [pass, el] of [["fwd", this.els.altFwd], ["bwd", this.els.altBwd]]) {
       const mine = keep.filter((r) => r.pass === pass);
       const varyD = new Set(mine.map((r) => r.dtype)).size > 1;

@@ -10,7 +10,7 @@
 
 import { getLaunch } from "./api.js";
 import { familyOf, painterFor, scheduleFor } from "./dock_painters/index.js";
-import { bestShape, chooseDtype, isGpuRun, measuredShapes, measuredUs, nearestIndex, readUrlShape, writeUrlShape } from "./dock_data.js";
+import { bestShape, chooseDtype, isGpuRun, lanesLacking, measuredShapes, measuredUs, nearestIndex, readUrlShape, writeUrlShape } from "./dock_data.js";
 import { renderPicker, showSource, timingSentence } from "./dock_controls.js";
 import { DockScene } from "./dock_scene.js";
 
@@ -152,6 +152,11 @@ export class Dock {
     this._refreshData();
   }
 
+  // The lanes shown for a pass (implementation names).
+  laneNames(mode = this.mode) {
+    return this.impls.filter((i) => i.passes.includes(mode) && !this.hidden.has(i.name)).map((i) => i.name);
+  }
+
   _shown() {
     return this.impls.filter((i) => i.passes.includes(this.mode) && !this.hidden.has(i.name));
   }
@@ -170,8 +175,10 @@ export class Dock {
   // the lanes' speeds; the sliders move to the shape asked for (the URL's dockM/dockN or the user's last slider
   // move, snapped to the nearest measured), else to the shape it measured for the most of the lanes shown; the
   // SM count to its GPU's.
-  setMeasured(doc) {
+  // name: the History's name of the run (run_names.js).
+  setMeasured(doc, name = null) {
     this.measured = doc?.rows?.length ? doc : null;
+    this.measuredName = this.measured ? name : null;
     if (this.offered && this.offered === doc) this.offered = null;
     this._filter = this._filterValue();
     this.dtypeChoice = chooseDtype(this.measured, this.mode, this._filter);
@@ -198,7 +205,8 @@ export class Dock {
 
   _showSource() {
     showSource(this.els.source, { measured: this.measured, offered: this.offered, dtypeChoice: this.dtypeChoice,
-      useOffered: () => this.setMeasured(this.offered) });
+      useOffered: () => this.setMeasured(this.offered), name: this.measuredName,
+      lacking: lanesLacking(this.measured, this.mode, this._shown().map((i) => i.name)) });
   }
 
   rebuild(delayMs = 0) {

@@ -31,13 +31,14 @@ export function renderPicker(box, candidates, hidden, onChange) {
 
 // "Data: the run on <device · date · id>. dtype <d> (<why>)." and, when a run has just finished, a button
 // to use it instead (the dock never switches to it on its own once it has a run, nor to a CPU run).
-export function showSource(el, { measured, offered, dtypeChoice, useOffered }) {
+export function showSource(el, { measured, offered, dtypeChoice, useOffered, name = null, lacking = [] }) {
   const { dtype, why } = dtypeChoice;
   window.dockScene.dtype = dtype;
   window.dockScene.runId = measured?.run?.run_id ?? null;
   window.dockScene.offered = offered?.run?.run_id ?? null;
   if (!el) return;
-  const run = measured ? `the run on ${runName(measured.run)}` : "no run selected: the cost model draws every lane (open a run under History)";
+  const run = measured ? (name ? `the run ${name} (${runName(measured.run)})` : `the run on ${runName(measured.run)}`)
+    : "no run selected: the cost model draws every lane (open a run under History)";
   const data = document.createElement("span");
   data.className = "dock-run";
   data.textContent = `Data: ${run}.`;
@@ -45,6 +46,13 @@ export function showSource(el, { measured, offered, dtypeChoice, useOffered }) {
   dt.className = "dock-dtype";
   dt.textContent = `dtype ${dtype} (${why}).`;
   el.replaceChildren(data, " ", dt);
+  if (measured && lacking.length) { // the lanes this run cannot drive: said, not left standing still unexplained
+    const lacks = document.createElement("span");
+    lacks.className = "dock-lacks";
+    lacks.textContent = ` This run has no measured time of ${lacking.join(", ")} in this pass: ` +
+      `${lacking.length > 1 ? "their lanes draw" : "its lane draws"} from the cost model only where you tick it.`;
+    el.append(lacks);
+  }
   if (offered) {
     const button = document.createElement("button");
     button.type = "button";

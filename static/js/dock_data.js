@@ -84,6 +84,28 @@ export function runName(run) {
   return [`${device}${kind}`, shortDate(run.created_at), label, run.run_id ? `run ${run.run_id}` : null].filter(Boolean).join(" · ");
 }
 
+// The lanes (implementation names) a run has no measured row of in this pass: they draw from the cost model, or
+// stand still, whatever the shape.
+export function lanesLacking(doc, mode, lanes) {
+  if (!doc) return [];
+  const have = new Set(okRows(doc).filter((r) => r.pass === mode).map((r) => r.impl));
+  return lanes.filter((name) => !have.has(name));
+}
+
+// The stored run for the dock, from GET /api/runs (newest first): of the complete GPU runs, the one that measured
+// the most of the lanes (`lanes`: implementation names; a run's measured implementations, any pass, from the
+// listing), then one of `preferDevice`, then the newest; null when none measured any lane.
+export function dockRunFor(runs, lanes, preferDevice = null) {
+  const gpu = (runs ?? []).filter((r) => r.kind === "cuda" && r.complete !== false && (r.counts?.ok ?? 0) > 0);
+  const cover = (r) => lanes.filter((l) => (r.implementations ?? []).includes(l)).length;
+  let best = null;
+  for (const r of gpu) {
+    const rank = [cover(r), r.device_name === preferDevice ? 1 : 0];
+    if (rank[0] > 0 && (!best || rank[0] > best.rank[0] || (rank[0] === best.rank[0] && rank[1] > best.rank[1]))) best = { r, rank };
+  }
+  return best?.r ?? null;
+}
+
 export const isGpuRun = (doc) => doc?.run?.device?.kind === "cuda";
 
 // The dock's shape in the page URL: {M, N} (either may be null).

@@ -1,35 +1,59 @@
-// What the page opens with (issue 17): the runs a URL names, else the first-look run (firstLookRun: the broadest
-// GPU run of the newest day that measured both passes); and a live run drawn over the stored run that was open (its baseline), at the live
-// sweep's shapes, every M shown.
+// What the page opens with (issues 17, 35): the runs a URL names, else the first look (firstLookRuns: the newest
+// complete run of both passes of the newest GPU device, or its forward and backward runs of one session); and a
+// live run drawn over the stored run that was open (its baseline), at the live sweep's shapes, every M shown.
 
+import { getRun } from "./api.js";
+import { dockRunFor } from "./dock_data.js";
 import { readUrlState } from "./url_state.js";
 
-const bothPasses = (r) => ["fwd", "bwd"].every((p) => (r.passes ?? []).includes(p));
+const has = (r, p) => (r.passes ?? []).includes(p);
+const bothPasses = (r) => has(r, "fwd") && has(r, "bwd");
+const onlyPass = (r, p) => (r.passes ?? []).length === 1 && has(r, p);
+const day = (r) => String(r.created_at ?? "").slice(0, 10);
+const newer = (a, b) => (String(a.created_at ?? "") > String(b.created_at ?? "") ? a : b);
 
-// The run a first visit opens, from the listing of GET /api/runs (newest first): the GPU runs with a measured row;
-// of them those that measured both passes, when there are any (a run of one pass, e.g. a forward-only sweep, never
-// hides a full comparison); of those the ones of the newest day (the UTC date of created_at), so a side run of an
-// older day never hides today's; of that day's the one with the most implementations, then the most measured rows,
-// then the newest (a day's thin side run, e.g. one implementation re-measured, does not hide its full comparison).
-// null when no GPU run is stored.
-export function firstLookRun(runs) {
-  const measured = (runs ?? []).filter((r) => r.kind === "cuda" && (r.counts?.ok ?? 0) > 0);
-  if (!measured.length) return null;
-  const full = measured.filter(bothPasses);
-  const gpu = full.length ? full : measured;
-  const day = (r) => String(r.created_at ?? "").slice(0, 10);
-  const newest = gpu.map(day).reduce((a, b) => (b > a ? b : a));
-  const rank = (r) => [(r.implementations ?? []).length, r.counts.ok, String(r.created_at ?? "")];
+// The runs a first visit opens, from the listing of GET /api/runs (newest first), the first opened, the second
+// (if any) overlaid:
+// 1. the GPU runs with a measured row; of them the complete ones (not cut short), when there are any;
+// 2. the newest GPU device: the device of the newest of those; only its runs go on;
+// 3. candidates: each run that measured both passes; and each backward-only run paired with the newest
+//    forward-only run of the same commit and day (one session's two files: backward first, the dock's pass);
+//    when there is no candidate, each run alone (a device with runs of one pass only);
+// 4. of the candidates of the newest day (a candidate's day: its newest run's UTC date), the one with the most
+//    implementations, then the most measured rows, then the newest (a day's thin side run, e.g. one
+//    implementation re-measured, does not hide its full comparison); a full tie keeps the first built.
+// [] when no GPU run is stored. first_look_rule.py (the tests) mirrors this.
+export function firstLookRuns(runs) {
+  const gpu = (runs ?? []).filter((r) => r.kind === "cuda" && (r.counts?.ok ?? 0) > 0);
+  if (!gpu.length) return [];
+  const complete = gpu.filter((r) => r.complete !== false);
+  const pool = complete.length ? complete : gpu;
+  const device = pool.reduce(newer).device_name;
+  const mine = pool.filter((r) => r.device_name === device);
+  let units = mine.filter(bothPasses).map((r) => [r]);
+  for (const b of mine.filter((r) => onlyPass(r, "bwd"))) {
+    const fwd = mine.filter((f) => onlyPass(f, "fwd") && f.git_commit === b.git_commit && day(f) === day(b));
+    if (fwd.length) units.push([b, fwd.reduce(newer)]);
+  }
+  if (!units.length) units = mine.map((r) => [r]);
+  const unitDay = (u) => day(u.reduce(newer));
+  const newestDay = units.map(unitDay).reduce((a, b) => (b > a ? b : a));
+  const rank = (u) => [new Set(u.flatMap((r) => r.implementations ?? [])).size,
+    u.reduce((n, r) => n + (r.counts?.ok ?? 0), 0), String(u.reduce(newer).created_at ?? "")];
   const better = (a, b) => {
     const [x, y] = [rank(a), rank(b)];
     for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return x[i] > y[i];
-    return false; // a tie keeps the one listed first (the newest stored)
+    return false;
   };
-  return gpu.filter((r) => day(r) === newest).reduce((best, r) => (better(r, best) ? r : best));
+  return units.filter((u) => unitDay(u) === newestDay).reduce((best, u) => (better(u, best) ? u : best));
 }
 
-// history: the History table (runs listing, open(id, {overlay})); views: the Views (apply(state)).
-export async function openFirstLook({ history, views }) {
+// The first of them (the run the table, the summary line and the dock start with); null when none.
+export const firstLookRun = (runs) => firstLookRuns(runs)[0] ?? null;
+
+// history: the History table (runs listing, open(id, {overlay}), nameOf(id)); views: the Views (apply(state));
+// dock: the Dock (laneNames(), measured, setMeasured(doc, name)).
+export async function openFirstLook({ history, views, dock }) {
   const state = readUrlState();
   let opened = 0;
   for (const id of state.runs) {
@@ -37,10 +61,23 @@ export async function openFirstLook({ history, views }) {
     if (doc) opened++;
   }
   if (!opened) {
-    const first = firstLookRun(history.runs);
-    if (first) await history.open(first.run_id);
+    const first = firstLookRuns(history.runs);
+    for (const [i, run] of first.entries()) await history.open(run.run_id, { overlay: i > 0 });
+    if (first.length && dock) await dockOnItsLanes(history, dock, first[0]);
   }
   views.apply(state);
+}
+
+// The dock on a run that measured its lanes: the first look's run when it measured every lane, else the stored
+// run that measured the most of them (dockRunFor); the dock's source line names the lanes its run lacks.
+async function dockOnItsLanes(history, dock, first) {
+  const lanes = dock.laneNames("bwd");
+  const cover = (r) => lanes.filter((l) => (r.implementations ?? []).includes(l)).length;
+  const pick = dockRunFor(history.runs, lanes, first.device_name);
+  if (!pick || pick.run_id === first.run_id || cover(pick) <= cover(first)) return;
+  try {
+    dock.setMeasured(await getRun(pick.run_id), history.nameOf(pick.run_id));
+  } catch { /* the dock keeps the first look's run, and says which lanes it lacks */ }
 }
 
 const inSweep = (sweep, r) => (!sweep?.implementations || sweep.implementations.includes(r.impl))

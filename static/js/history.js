@@ -5,13 +5,9 @@
 // an overlay that adds no point under the filters says why), download CSV/JSON, import a file.
 
 import { deleteRun, getRun, getRuns, importRun, runCsvUrl, runJsonUrl } from "./api.js";
+import { PARTIAL, listingOf, runName, when } from "./run_names.js";
 
 const LABELS_KEY = "rmsnorm-dashboard.run-labels";
-
-function when(iso) {
-  const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? String(iso ?? "") : d.toISOString().slice(0, 16).replace("T", " ") + " UTC";
-}
 
 function loadLabels() {
   try {
@@ -74,7 +70,13 @@ export class History {
   }
 
   _name(run) {
-    return this.labelOf(run) ?? `${run.device_name ?? "?"} ${when(run.created_at)}`;
+    return runName(run, this.labels);
+  }
+
+  // The History's name of a run (by id, or of a document not listed yet): what every picker and legend shows.
+  nameOf(runId, doc = null) {
+    const run = this.runs.find((r) => r.run_id === runId);
+    return runName(run ?? listingOf(doc), this.labels);
   }
 
   render() {
@@ -99,7 +101,9 @@ export class History {
     const label = this.labelOf(run);
     const source = run.source === "import" ? "imported file" : run.source === "live" ? "live run" : run.source ?? "live run";
     const labelCell = el("td", { className: "label-cell" },
-      el("span", { className: "label-text", textContent: label ?? "(no label)" }), el("small", { textContent: source }));
+      el("span", { className: "label-text", textContent: label ?? "(no label)" }),
+      run.complete === false ? el("span", { className: "badge partial", textContent: "partial", title: "cut short: not every planned case was measured" }) : null,
+      el("small", { textContent: source }));
     const edit = el("button", { type: "button", className: "label-edit", textContent: "Label…" });
     edit.setAttribute("aria-label", `give run ${name} a label`);
     edit.addEventListener("click", () => this._editLabel(labelCell, run));
@@ -125,7 +129,7 @@ export class History {
     const cells = [el("td", {}, pick), labelCell, el("td", { textContent: when(run.created_at) }),
       el("td", { textContent: `${run.device_name ?? "?"} · ${run.kind ?? "?"}` }), el("td", { className: "commit", textContent: commit }),
       el("td", { className: "versions", textContent: versions }), el("td", { className: "timing" }, badge), counts,
-      el("td", { textContent: run.complete === false ? "incomplete" : "complete" })];
+      el("td", { className: run.complete === false ? "partial" : "", textContent: run.complete === false ? `incomplete ${PARTIAL}` : "complete" })];
     tr.append(...cells, this._actions(run, name));
     return tr;
   }
@@ -184,9 +188,8 @@ export class History {
     }
     if (!overlay) this.shown.clear();
     this.shown.add(runId);
-    const drawn = this.on.open?.(doc, { overlay }) ?? {};
-    const run = this.runs.find((r) => r.run_id === runId);
-    const name = run ? this._name(run) : `${doc.run?.device?.name ?? "?"} run of ${when(doc.run?.created_at)}`;
+    const name = this.nameOf(runId, doc);
+    const drawn = this.on.open?.(doc, { overlay, name }) ?? {};
     let text = `${overlay ? "Overlaid" : "Showing"} ${name} (${doc.rows?.length ?? 0} rows).`;
     if (overlay && drawn.points === 0) text = `Overlaid ${name}, but it adds no point to the charts: ${drawn.why}.`;
     this._say(text);

@@ -130,6 +130,7 @@ export class RunPanel {
     if (this.els.device.value && this.els.device.value !== "auto") sweep.device = this.els.device.value;
     if (this.els.split.checked && !this.els.split.disabled) sweep.split = true;
     if (this.els.interpreter.checked && !this.els.interpreterField.hidden) sweep.triton_interpreter = true;
+    if (this.els.profile?.checked) sweep.profile = true; // the kernel breakdown under the charts
     return sweep;
   }
 

@@ -7,7 +7,8 @@ import { colorFor } from "./palette.js";
 
 export const BEST = "★";
 export const shapeKey = (r) => `${r.pass}/${r.dtype}/${r.M}x${r.N}`;
-const fmt = (v, d = 1) => (v == null || !Number.isFinite(v) ? "–" : Number(v).toFixed(d));
+// Three significant digits (whole numbers from 100 up: 3512, 15.1, 0.263), so small CPU values do not all read 0.1.
+export const sig3 = (v) => (v == null || !Number.isFinite(v) ? "–" : Math.abs(v) >= 100 ? Number(v).toFixed(0) : Number(v).toPrecision(3));
 const PASS_ORDER = { fwd: 0, bwd: 1 };
 
 // shape key -> {impl, GBps} of the winner (engine/summary.py's rule).
@@ -40,7 +41,8 @@ export function tableEntries(rows, { baseline, filter = {} } = {}) {
     const measured = r.status === "ok" && r.GBps > 0;
     return {
       key, row: r, pass: r.pass, dtype: r.dtype, M: r.M, N: r.N, impl: r.impl, status: r.status,
-      GBps: r.GBps ?? null, pct: r.pct_of_ceiling ?? null,
+      GBps: r.GBps ?? null, pct: r.pct_of_ceiling ?? null, us: r.median_us ?? null, host: r.host_us ?? null,
+      peak: Number.isFinite(r.peak_bytes) ? r.peak_bytes / 2 ** 20 : null,
       speedup: measured && b ? r.GBps / b : null,
       best: measured && best.get(key)?.impl === r.impl,
     };
@@ -55,6 +57,9 @@ const COLUMNS = [
   { id: "impl", label: "implementation", value: (e) => e.impl },
   { id: "GBps", label: "GB/s", value: (e) => e.GBps, num: true, desc: true },
   { id: "pct", label: "% of ceiling", value: (e) => e.pct, num: true, desc: true },
+  { id: "us", label: "latency µs", value: (e) => e.us, num: true },
+  { id: "host", label: "host µs", value: (e) => e.host, num: true },
+  { id: "peak", label: "peak MiB", value: (e) => e.peak, num: true },
   { id: "speedup", label: "speedup", value: (e) => e.speedup, num: true, desc: true },
   { id: "status", label: "status", value: (e) => (e.best ? 0 : e.status === "ok" ? 1 : 2) },
 ];
@@ -175,9 +180,15 @@ export class ShapeTable {
       star.textContent = ` ${BEST}`;
       name.append(star);
     }
-    cell(fmt(e.GBps), "num");
-    cell(fmt(e.pct), "num");
-    cell(e.speedup == null ? "–" : `${e.speedup.toFixed(2)}×`, "num");
+    cell(sig3(e.GBps), "num");
+    cell(sig3(e.pct), "num");
+    cell(sig3(e.us), "num");
+    const host = cell(sig3(e.host), "num");
+    if (e.host == null && e.status === "ok") host.title = "host time per call: measured on CUDA only (on CPU it is the latency)";
+    const peak = cell(sig3(e.peak), "num");
+    peak.title = e.peak != null ? `${e.row.peak_bytes} bytes allocated at the pass's peak (outputs and temporaries)`
+      : e.row.peak_bytes_note ?? "peak memory not measured (older file)";
+    cell(e.speedup == null ? "–" : `${sig3(e.speedup)}×`, "num");
     const st = cell(e.best ? `${BEST} best` : e.status === "wrong" ? "✗ wrong" : e.status, "status");
     if (e.row.reason) st.title = e.row.reason;
     if (e.status === "wrong" && e.row.max_rel_err != null) st.textContent += ` (rel. err ${Number(e.row.max_rel_err).toExponential(1)})`;

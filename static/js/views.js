@@ -5,16 +5,19 @@
 import { drawPanel } from "./alt_chart.js";
 import { DiffView } from "./diff_view.js";
 import { ShapeTable, baselineByShape, shapeKey } from "./shape_table.js";
+import { renderSummary } from "./summary_line.js";
+import { StepView } from "./step_view.js";
+import { TrendView } from "./trend_view.js";
 
 export const DEFAULT_BASELINE = "torch-native";
-const ALT_VIEWS = new Set(["speedup", "diff"]);
+const ALT_VIEWS = new Set(["speedup", "diff", "step", "trend"]);
 const ALL = "all";
 
 export class Views {
   // els: {metricPanels, altPanels, altFwd, altBwd, baseline, tableRun, table, tableStatus, note,
   //       diffControls, diffBase, diffNew, diffWarning}; ctx: {charts, runs() -> the stored-run listing,
   //       openRuns(ids) -> open stored runs in the charts (the first plain, the others overlaid)}
-  constructor(els, { charts, runs, openRuns }) {
+  constructor(els, { charts, runs, openRuns, name, nameOf }) {
     this.els = els;
     this.charts = charts;
     this.view = "GBps";
@@ -24,7 +27,14 @@ export class Views {
     this.onChange = null;
     this.table = new ShapeTable({ table: els.table, status: els.tableStatus });
     this.table.onSort = () => this.changed();
-    this.diff = new DiffView(els, { runs, shown: () => this.charts.sources, filter: () => this.charts.filter, onChange: () => this._save(), openRuns });
+    this.diff = new DiffView(els, { runs, shown: () => this.charts.sources, filter: () => this.charts.filter, onChange: () => this._save(), openRuns,
+      name, setFilter: (dim, value) => this.charts.setFilter(dim, value) });
+    // issue 35: the fwd+bwd view and the trends across runs
+    this.step = new StepView({ fwd: els.stepFwd, bwd: els.stepBwd, add: els.stepAdd, reset: els.stepReset, list: els.stepPairs,
+      altFwd: els.altFwd, altBwd: els.altBwd, note: els.note }, { sources: () => this._sources(), filter: () => this.charts.filter,
+      onChange: () => this.changed() });
+    this.trend = new TrendView({ device: els.trendDevice, timing: els.trendTiming, altFwd: els.altFwd, altBwd: els.altBwd,
+      note: els.note }, { onChange: () => this.changed(), name: nameOf, runs });
     for (const radio of document.querySelectorAll('input[name="view"]')) {
       radio.addEventListener("change", () => radio.checked && this.setView(radio.value));
     }
@@ -48,6 +58,8 @@ export class Views {
     this.els.metricPanels.classList.toggle("collapsed", alt);
     this.els.altPanels.classList.toggle("collapsed", !alt);
     this.els.diffControls.hidden = view !== "diff";
+    if (this.els.stepControls) this.els.stepControls.hidden = view !== "step";
+    if (this.els.trendControls) this.els.trendControls.hidden = view !== "trend";
     if (view !== "diff") this.els.diffWarning.hidden = true;
     this.changed();
   }
@@ -108,6 +120,7 @@ export class Views {
     const filter = { ...this.charts.filter };
     const src = this._tableSource();
     this.table.show(src ? { label: src.label, rows: src.rows, live: src.live } : null, { baseline, filter });
+    renderSummary(this.els.summary, this._sources(), { baseline, tableKey: src?.key });
     this.els.note.hidden = true;
     const liveNote = this.charts.sources.some((s) => s.live) && this.charts.baselineNote;
     if (liveNote && !ALT_VIEWS.has(this.view)) {
@@ -116,6 +129,8 @@ export class Views {
     }
     if (this.view === "speedup") this._drawSpeedup(baseline, filter);
     else if (this.view === "diff") this.diff.render();
+    else if (this.view === "step") this.step.render(baseline);
+    else if (this.view === "trend") this.trend.render().then(() => this._save());
     this._save();
   }
 
@@ -164,7 +179,7 @@ export class Views {
       runs: this.charts.sources.map((s) => String(s.key)),
       view: this.view, dtype: f.dtype ?? null, M: f.M ?? null,
       baseline: this.baseline && this.baseline === this.resolvedBaseline() ? this.baseline : null, table: this.tableRun, sort: this.table.sort ? `${this.table.sort.column}.${this.table.sort.dir}` : null,
-      ...this.diff.state(),
+      ...this.diff.state(), ...this.step.state(), ...this.trend.state(),
     };
   }
 
@@ -177,6 +192,8 @@ export class Views {
       this.table.sort = { column, dir: dir === "desc" ? "desc" : "asc" };
     }
     this.diff.apply(state);
+    this.step.apply(state);
+    this.trend.apply(state);
     if (state.dtype) this.charts.setFilter("dtype", state.dtype);
     if (state.M) this.charts.setFilter("M", state.M);
     const radio = state.view && document.querySelector(`input[name="view"][value="${CSS.escape(state.view)}"]`);

@@ -66,3 +66,51 @@ def test_wrong_plugin_through_the_api_is_wrong_never_best(client):
     assert by["cli-test-wrong"]["GBps"] > 0 and "relative error" in by["cli-test-wrong"]["reason"]
     assert by["eager"]["status"] == "ok" and by["eager"]["verified"] is True
     assert doc["summary"]["best"]["fwd/float16/64x128"]["impl"] == "eager" and doc["summary"]["wrong"] == 1
+
+
+def _trend_doc(run_id, created_at, device, gbps_by_impl, commit):
+    """A run of ``device`` with one fwd row per (impl, N) at the given GB/s."""
+    rows = [{"run_id": run_id, "impl": impl, "pass": "fwd", "dtype": "bfloat16", "M": 64, "N": n, "status": "ok",
+             "median_us": 1.0, "GBps": g, "bytes": 1, "mode": "cuda", "device": {"name": device}, "started_at": 0.0,
+             "ended_at": 0.0, "timing": "events"} for impl, by_n in gbps_by_impl.items() for n, g in by_n.items()]
+    return {"run": {"run_id": run_id, "created_at": created_at, "ceiling_method": "m", "ceiling_GBps": 1.0,
+                    "versions": {}, "sweep": {"timing": "events"}, "git_commit": commit,
+                    "device": {"kind": "cuda", "name": device, "sm_count": 1, "memory_bytes": 1, "l2_bytes": 1}},
+            "rows": rows, "summary": {}}
+
+
+def test_trends_flag_a_planted_regression_with_the_compare_threshold(client):
+    import math
+    import random
+
+    rng = random.Random()
+    device = f"Trend GPU {rng.randrange(10**6)}"
+    ns = (1024, 2048, 4096)
+    first = {impl: {n: rng.uniform(500, 3000) for n in ns} for impl in ("triton", "eager")}
+    second = {impl: {n: g * rng.uniform(0.99, 1.01) for n, g in by.items()} for impl, by in first.items()}
+    slow = rng.uniform(0.80, 0.95)  # the planted regression: triton loses 5-20 % at every shape of the third run
+    third = {"triton": {n: g * slow for n, g in second["triton"].items()}, "eager": dict(second["eager"])}
+    docs = [_trend_doc(f"trend-{i}-{rng.randrange(10**6)}", f"2026-12-0{i + 1}T00:00:00Z", device, g, f"c{i}")
+            for i, g in enumerate((first, second, third))]
+    for d in reversed(docs):  # imported newest first: the order comes from created_at, not from the store
+        assert client.post("/api/runs/import", json=d).status_code == 200
+    trend = client.get("/api/trends", params={"device": device}).json()
+    assert [r["run_id"] for r in trend["runs"]] == [d["run"]["run_id"] for d in docs]
+    triton = next(s for s in trend["series"] if s["impl"] == "triton" and s["pass"] == "fwd")
+    last = triton["points"][-1]
+    assert last["regression"] and last["shared"] == 3 and last["base_run_id"] == docs[1]["run"]["run_id"]
+    assert math.isclose(last["ratio"], slow, rel_tol=1e-9)
+    assert not any(p["regression"] for p in triton["points"][:-1])
+    assert [(r["impl"], r["run_id"]) for r in trend["regressions"]] == [("triton", docs[2]["run"]["run_id"])]
+    # the same rule as `compare`: the mean of its per-shape ratios, against the same threshold
+    from engine.compare import DEFAULT_FAIL_BELOW
+    cmp = client.get("/api/compare", params={"base": docs[1]["run"]["run_id"], "new": docs[2]["run"]["run_id"]}).json()
+    ratios = [r["ratio"] for r in cmp["rows"] if r["impl"] == "triton"]
+    assert math.isclose(math.prod(ratios) ** (1 / len(ratios)), last["ratio"], rel_tol=1e-9)
+    assert trend["fail_below"] == DEFAULT_FAIL_BELOW
+    # a looser threshold clears it; bad input is a 4xx naming the field
+    assert not client.get("/api/trends", params={"device": device, "fail_below": slow * 0.9}).json()["regressions"]
+    missing = client.get("/api/trends", params={"device": "no such card"})
+    assert missing.status_code == 404 and "device" in missing.json()["detail"]
+    bad = client.get("/api/trends", params={"device": device, "fail_below": "x"})
+    assert bad.status_code == 422 and bad.json()["detail"][0]["loc"][-1] == "fail_below"

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 from browser_paths import COMMITTED_RESULTS
-from first_look_rule import first_look_run
+from first_look_rule import first_look_run, first_look_runs
 from history_helpers import click_and_wait
 
 from engine.summary import summarize
@@ -21,6 +21,16 @@ pytestmark = [
     pytest.mark.server,
     pytest.mark.skipif(not COMMITTED_RESULTS, reason="no committed result file under results/ yet"),
 ]
+
+
+SPEEDUP = 10  # the speedup column: pass, dtype, M, N, impl, GB/s, %, latency µs, host µs, peak MiB, speedup, status
+
+
+def sig3(v):
+    """The table's numbers: three significant digits, whole numbers from 100 up (shape_table.js sig3)."""
+    if v is None:
+        return "–"
+    return f"{v:.0f}" if abs(v) >= 100 else f"{v:#.3g}".rstrip(".")
 
 
 def first_look(server):
@@ -80,7 +90,8 @@ def test_first_visit_opens_the_first_look_run(make_page, server):
     assert newest["implementations"] == sorted({r["impl"] for r in ok}) and newest["passes"] == sorted({r["pass"] for r in ok})
     page = make_page()
     page.wait_for_function("() => +document.querySelector('#chart-fwd').dataset.points > 0")
-    assert page.locator(f'#history-table tbody tr[data-run-id="{newest["run_id"]}"].shown').count() == 1
+    for run in first_look_runs(server.get("/api/runs")):  # the session's other file is overlaid
+        assert page.locator(f'#history-table tbody tr[data-run-id="{run["run_id"]}"].shown').count() == 1
     assert page.input_value("#table-run") == newest["run_id"]
     assert newest["device_name"] in page.locator("#chart-sources").inner_text()
     # What is drawn is that run's stored rows at the default filters.
@@ -92,39 +103,66 @@ def test_first_visit_opens_the_first_look_run(make_page, server):
     assert drawn and all(math.isclose(y, stored[(i, m, n, d)], rel_tol=1e-9) for i, m, n, d, y in drawn)
 
 
-def listing(run_id, created_at, impls, passes=("bwd", "fwd"), ok=10, kind="cuda"):
+def listing(run_id, created_at, impls, passes=("bwd", "fwd"), ok=10, kind="cuda", device="GPU A", complete=True,
+            commit="c1"):
     return {"run_id": run_id, "created_at": created_at, "kind": kind, "rows": ok, "counts": {"ok": ok},
-            "implementations": [f"impl-{i}" for i in range(impls)], "passes": list(passes)}
+            "implementations": [f"impl-{i}" for i in range(impls)], "passes": list(passes), "device_name": device,
+            "complete": complete, "git_commit": commit}
 
 
 @pytest.mark.parametrize("runs, chosen", [
     # A thin side run on the newest day does not hide that day's broad comparison (issue 17: the QuACK-only run).
     ([listing("side", "2026-12-03T08:40:00Z", 3), listing("broad", "2026-12-03T08:16:00Z", 6),
-      listing("older", "2026-12-02T16:00:00Z", 9)], "broad"),
+      listing("older", "2026-12-02T16:00:00Z", 9)], ["broad"]),
     # An older day's run never wins over the newest day's, however broad; CPU runs and runs without a measured row
     # never count.
     ([listing("cpu", "2026-12-04T09:00:00Z", 9, kind="cpu"), listing("empty", "2026-12-04T08:00:00Z", 9, ok=0),
-      listing("today", "2026-12-03T07:00:00Z", 2), listing("yesterday", "2026-12-02T07:00:00Z", 9)], "today"),
+      listing("today", "2026-12-03T07:00:00Z", 2), listing("yesterday", "2026-12-02T07:00:00Z", 9)], ["today"]),
     # Both passes before the number of implementations; then the most measured rows; then the newest.
-    ([listing("fwd-only", "2026-12-03T10:00:00Z", 8, passes=("fwd",)), listing("both", "2026-12-03T09:00:00Z", 4)], "both"),
+    ([listing("fwd-only", "2026-12-03T10:00:00Z", 8, passes=("fwd",)), listing("both", "2026-12-03T09:00:00Z", 4)], ["both"]),
     ([listing("few-rows", "2026-12-03T10:00:00Z", 5, ok=96), listing("many-rows", "2026-12-03T09:00:00Z", 5, ok=336)],
-     "many-rows"),
-    ([listing("new", "2026-12-03T10:00:00Z", 5), listing("old", "2026-12-03T09:00:00Z", 5)], "new"),
-    ([listing("cpu", "2026-12-03T10:00:00Z", 5, kind="cpu")], None),
-    # A newer day's run of one pass does not hide an older day's run of both (a forward-only sweep of 2026-12-04);
-    # with runs of one pass only, the newest day's broadest of them.
+     ["many-rows"]),
+    ([listing("new", "2026-12-03T10:00:00Z", 5), listing("old", "2026-12-03T09:00:00Z", 5)], ["new"]),
+    ([listing("cpu", "2026-12-03T10:00:00Z", 5, kind="cpu")], []),
+    # A newer day's run of one pass does not hide an older day's run of both (a forward-only sweep of 2026-12-04).
     ([listing("fwd-today", "2026-12-04T03:22:00Z", 4, passes=("fwd",)), listing("both-yesterday", "2026-12-03T08:16:00Z", 6),
-      listing("both-older", "2026-12-02T16:00:00Z", 9)], "both-yesterday"),
+      listing("both-older", "2026-12-02T16:00:00Z", 9)], ["both-yesterday"]),
+    # Issue 35: one session's forward and backward files (one commit, one day) open together, backward first...
     ([listing("fwd-today", "2026-12-04T03:22:00Z", 4, passes=("fwd",)), listing("bwd-today", "2026-12-04T02:00:00Z", 2,
-      passes=("bwd",)), listing("fwd-older", "2026-12-02T16:00:00Z", 9, passes=("fwd",))], "fwd-today"),
+      passes=("bwd",)), listing("fwd-older", "2026-12-02T16:00:00Z", 9, passes=("fwd",))], ["bwd-today", "fwd-today"]),
+    # ... but not files of two commits: then the newest day's broadest single run.
+    ([listing("fwd-today", "2026-12-04T03:22:00Z", 4, passes=("fwd",), commit="c2"),
+      listing("bwd-today", "2026-12-04T02:00:00Z", 2, passes=("bwd",))], ["fwd-today"]),
+    # A run cut short never opens first while a complete one is stored (the fp16 "partial" file of issue 35) ...
+    ([listing("partial-new", "2026-12-04T14:35:00Z", 6, complete=False), listing("whole", "2026-12-03T08:20:00Z", 5)],
+     ["whole"]),
+    # ... unless every GPU run is partial.
+    ([listing("partial-a", "2026-12-04T14:35:00Z", 6, complete=False),
+      listing("partial-b", "2026-12-03T08:20:00Z", 9, complete=False)], ["partial-a"]),
+    # The newest GPU device: an H100 session of two files, newer than an H200 run of both passes, opens first.
+    ([listing("h100-bwd", "2026-12-06T04:37:00Z", 5, passes=("bwd",), device="H100"),
+      listing("h100-fwd", "2026-12-06T04:29:00Z", 5, passes=("fwd",), device="H100"),
+      listing("h200-fwd", "2026-12-06T03:06:00Z", 4, passes=("fwd",), device="H200"),
+      listing("h200-both", "2026-12-03T08:20:00Z", 9, device="H200")], ["h100-bwd", "h100-fwd"]),
 ])
 def test_the_page_rule_picks_the_documented_run(make_page, runs, chosen):
-    """The page's firstLookRun, on made-up listings, against the rule as documented (first_look_rule.py)."""
+    """The page's firstLookRuns, on made-up listings, against the rule as documented (first_look_rule.py)."""
     page = make_page()
-    picked = page.evaluate("async (runs) => (await import('/static/js/first_look.js')).firstLookRun(runs)?.run_id ?? null",
+    picked = page.evaluate("async (runs) => (await import('/static/js/first_look.js')).firstLookRuns(runs).map((r) => r.run_id)",
                            runs)
     assert picked == chosen
-    assert (first_look_run(runs) or {}).get("run_id") == chosen
+    assert [r["run_id"] for r in first_look_runs(runs)] == chosen
+
+
+def test_the_first_look_over_the_committed_runs_is_complete_and_of_the_newest_device(server):
+    """Over the stored listing: every run the first look opens is complete, of the device of the newest complete GPU
+    run, and together they measured both passes when that device has any such run or session."""
+    runs = server.get("/api/runs")
+    chosen = first_look_runs(runs)
+    gpu = [r for r in runs if r["kind"] == "cuda" and r["counts"]["ok"] and r["complete"]]
+    newest = max(gpu, key=lambda r: r["created_at"])
+    assert chosen and all(r["complete"] and r["device_name"] == newest["device_name"] for r in chosen)
+    assert {p for r in chosen for p in r["passes"]} == {"fwd", "bwd"}
 
 
 def test_table_stars_match_the_api_summary_for_every_shape(make_page, server, shot):
@@ -164,10 +202,12 @@ def test_values_speedup_baseline_picker_and_sorting(make_page, server):
             row = by_case.get((pass_, n, ln["impl"]))
             if row is None:
                 continue  # an error row: no GB/s
-            assert ln["cells"][5] == f"{row['GBps']:.1f}" and ln["cells"][6] == f"{row['pct_of_ceiling']:.1f}"
+            assert ln["cells"][5] == sig3(row["GBps"]) and ln["cells"][6] == sig3(row["pct_of_ceiling"])
+            # latency and host time per call, three significant digits (issue 35)
+            assert ln["cells"][7] == sig3(row["median_us"]) and ln["cells"][8] == sig3(row.get("host_us"))
             b = base.get((pass_, n))
-            assert ln["cells"][7] == ("–" if not b else f"{row['GBps'] / b:.2f}×"), (ln, b)
-        assert any(ln["cells"][7] == "1.00×" for ln in lines if ln["impl"] == baseline)
+            assert ln["cells"][SPEEDUP] == ("–" if not b else f"{sig3(row['GBps'] / b)}×"), (ln, b)
+        assert any(ln["cells"][SPEEDUP] == "1.00×" for ln in lines if ln["impl"] == baseline)
     # Sorting: GB/s (fastest first), then again (slowest first), then by N ascending.
     page.locator('#shape-table th[data-column="GBps"] button').click()
     gbps = [float(ln["cells"][5]) for ln in table_lines(page) if ln["cells"][5] != "–"]
@@ -210,7 +250,7 @@ def test_a_wrong_row_is_marked_and_never_starred(make_page, server):
     for key in doomed:
         wrong = [ln for ln in lines if ln["key"] == key and ln["impl"] == old_best[key]["impl"]]
         assert len(wrong) == 1 and wrong[0]["status"] == "wrong" and not wrong[0]["best"]
-        assert wrong[0]["cells"][8].startswith("✗ wrong")
+        assert wrong[0]["cells"][SPEEDUP + 1].startswith("✗ wrong")
         starred = [ln for ln in lines if ln["key"] == key and ln["best"]]
         assert len(starred) == 1 and starred[0]["impl"] != old_best[key]["impl"]
     assert "3 wrong" in page.locator("#shape-status").inner_text()

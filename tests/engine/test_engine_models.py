@@ -97,8 +97,9 @@ def test_runfile_round_trip_keeps_extra_fields():
     doc = {"run": header, "rows": [row], "summary": {"rows": 1}}
     parsed = RunFile.model_validate_json(json.dumps(doc))
     assert parsed.rows[0].pass_ == "bwd"
-    # an older file's row (no correctness-gate, profile or allocation-count fields) loads as "not verified"
-    not_verified = {"verified": None, "max_rel_err": None, "tolerance": None, "profile": None, "device_mallocs": None}
+    # an older file's row (no correctness-gate, profile, allocation-count or peak fields) loads as "not verified"
+    not_verified = {"verified": None, "max_rel_err": None, "tolerance": None, "profile": None, "device_mallocs": None,
+                    "peak_bytes": None}
     assert {k: getattr(parsed.rows[0], k) for k in not_verified} == not_verified
     expected = {**doc, "rows": [{**row, **not_verified}]}
     assert json.loads(parsed.model_dump_json()) == expected

@@ -109,3 +109,32 @@ def test_a_shape_a_run_never_reached_has_no_star_in_either_table():
     text = [line for line in render(run).splitlines() if "64×256" in line][0]
     assert BEST not in text and "700 (70%)" in text and "not reached" in text
     assert f"{BEST} 600" in [line for line in render(run).splitlines() if "64×128" in line][0]
+
+
+def test_standings_count_wins_and_take_geomeans_over_the_baseline_and_the_best_peer():
+    import math
+    import random
+
+    rng = random.Random()
+    shapes = [(64, n) for n in (128, 256, 512)]
+    gbps = {(impl, n): rng.uniform(100, 1000) for impl in ("a", "b", "torch-native") for _, n in shapes}
+    rows = [(impl, "bwd", m, n, "ok", gbps[(impl, n)]) for impl in ("a", "b", "torch-native") for m, n in shapes]
+    rows.append(("b", "fwd", 64, 128, "ok", 10.0))
+    run = make_run(rows)
+    st = run.summary["standings"]
+    for impl in ("a", "b", "torch-native"):
+        others = [i for i in ("a", "b", "torch-native") if i != impl]
+        wins = sum(all(gbps[(impl, n)] > gbps[(o, n)] for o in others) for _, n in shapes)
+        peer = math.prod(gbps[(impl, n)] / max(gbps[(o, n)] for o in others) for _, n in shapes) ** (1 / 3)
+        base = math.prod(gbps[(impl, n)] / gbps[("torch-native", n)] for _, n in shapes) ** (1 / 3)
+        got = st["bwd"][impl]
+        assert (got["won"], got["measured"], got["vs_baseline_shapes"]) == (wins, 3, 3)
+        assert math.isclose(got["vs_best_peer"], peer) and math.isclose(got["vs_baseline"], base)
+    # alone on its shape: no peer, no baseline; it still wins it
+    assert st["fwd"]["b"] == {"won": 1, "measured": 1, "vs_baseline": None, "vs_baseline_shapes": 0,
+                              "vs_best_peer": None, "vs_best_peer_shapes": 0}
+    text = render(run)
+    a = st["bwd"]["a"]
+    assert f"a {a['won']}/3 won, {a['vs_baseline']:.2f}× torch-native, {a['vs_best_peer']:.2f}× best peer" in text
+    run.summary.pop("standings")  # a file written before the standings: the footer comes from its rows
+    assert f"a {a['won']}/3 won, {a['vs_baseline']:.2f}× torch-native" in render(run)

@@ -69,6 +69,7 @@ def test_tiny_cpu_sweep_header_first_then_one_row_per_case(registry):
         assert r.GBps == pytest.approx(r.bytes / (r.median_us * 1e-6) / 1e9)
         assert r.pct_of_ceiling == pytest.approx(100 * r.GBps / header.ceiling_GBps)
         assert r.repetitions == 3 and r.mode == "cpu" and r.started_at <= r.ended_at
+        assert r.peak_bytes is None and "not measured on CPU" in r.peak_bytes_note
     skipped = [r for r in rows if r.status == "skipped"]
     assert len(skipped) == 4 and all("does not provide the bwd pass" in r.reason for r in skipped)
 

@@ -106,7 +106,6 @@ def test_cuda_graph_needs_cuda():
 def test_cuda_host_us_is_the_median_of_the_timed_calls(monkeypatch):
     """On CUDA, host_us is the host's time inside each timed call (the GPU spinning meanwhile), median over the
     repetitions: here a stand-in GPU, and a workload whose calls take known, varied host times."""
-    waits = iter([0.0] * 8 + [0.010, 0.002, 0.006] * 5)  # warm-up + the 5 estimate calls, then the timed ones
     spins = []
 
     class FakeEvent:
@@ -124,6 +123,7 @@ def test_cuda_host_us_is_the_median_of_the_timed_calls(monkeypatch):
     monkeypatch.setattr(torch.cuda, "_sleep", spins.append)
     mallocs = {"num_device_alloc": 40}
     monkeypatch.setattr(torch.cuda, "memory_stats", lambda device=None: dict(mallocs))
+    fake_allocator(monkeypatch)
 
     class Workload:
         sets = 1
@@ -142,7 +142,74 @@ def test_cuda_host_us_is_the_median_of_the_timed_calls(monkeypatch):
         def check(self):
             pass
 
+    waits = iter([0.0] * 8 + [0.010, 0.002, 0.006] * 5 + [0.0])  # and the peak's call after them
     stats = measure(Workload(), repetitions=15, warmup=3, device=torch.device("cuda"))
     assert stats.repetitions == 15 and len(spins) == 15
     assert 5e3 < stats.host_us < 9.5e3  # the timed calls' median (6 ms; a sleep never ends early), not the estimate's (0)
     assert stats.device_mallocs == 2  # only the timed calls' cudaMallocs count
+
+
+class FakeAllocator:
+    """torch.cuda's allocated / peak counters, moved by hand."""
+
+    def __init__(self):
+        self.now = self.peak = 0
+
+    def alloc(self, n):
+        self.now += n
+        self.peak = max(self.peak, self.now)
+
+    def free(self, n):
+        self.now -= n
+
+
+def fake_allocator(monkeypatch) -> FakeAllocator:
+    a = FakeAllocator()
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: a.now)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: a.peak)
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda device=None: setattr(a, "peak", a.now))
+    return a
+
+
+def test_peak_is_what_one_call_allocates_beyond_what_it_started_with(monkeypatch):
+    """A stand-in allocator: the inputs and the previous output are held before the call; the call allocates a
+    temporary and a new output, frees the temporary, then the previous output (as `self.out = fn(...)` does)."""
+    import random
+
+    rng = random.Random()
+    inputs, out, temp = (rng.randrange(1, 10**9) for _ in range(3))
+    a = fake_allocator(monkeypatch)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *args, **k: None)
+    a.alloc(inputs)
+
+    class Workload:
+        held = False
+
+        def before(self, i):
+            pass
+
+        def call(self, i):
+            a.alloc(temp)
+            a.alloc(out)
+            a.free(temp)
+            if self.held:
+                a.free(out)
+            self.held = True
+
+    w = Workload()
+    w.call(0)  # a warm-up call leaves its output held
+    assert timing.peak_pass_bytes(w, 1, torch.device("cuda")) == temp + out
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_peak_of_a_real_forward_is_its_output():
+    device = torch.device("cuda")
+    xs, w, _ = random_inputs(1024, 4096, torch.bfloat16, device, 2, backward=False)
+    stats = measure(ForwardWorkload(torch_rmsnorm, xs, w), repetitions=5, warmup=2, device=device)
+    out = 1024 * 4096 * 2
+    assert out <= stats.peak_bytes < 12 * out  # the output, plus the composed fp32 temporaries (up to ~7x)
+
+
+def test_cpu_rows_say_why_they_have_no_peak():
+    xs, w, _ = random_inputs(8, 64, torch.float32, CPU, 1, backward=False)
+    assert measure(ForwardWorkload(torch_rmsnorm, xs, w), repetitions=2, warmup=1, device=CPU).peak_bytes is None
