@@ -32,7 +32,7 @@ import os
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
-from rmsnorm_kernels.segments import row_segments
+from rmsnorm_kernels.segments import next_power_of_two, row_segments
 
 CONFIG_DIR = Path(__file__).with_name("configs")
 TABLE_ENV = "RMSNORM_CONFIG_TABLE"
@@ -95,10 +95,6 @@ def config_to_dict(config) -> dict:
 
 
 # --- the rule -----------------------------------------------------------------------------------------------
-
-def next_power_of_two(n: int) -> int:
-    return 1 << max(0, (int(n) - 1).bit_length())
-
 
 def floor_power_of_two(n: float) -> int:
     return 1 << max(0, int(math.floor(math.log2(max(1.0, n)))))

@@ -3,7 +3,6 @@ partial runs say so wherever a run is named; the dock names the lanes its run la
 planted regression; the fwd+bwd view adds the two passes' stored times; run vs run reads forward in time, warns on
 other devices and shows in its filters what it draws; a CPU sweep's kernel breakdown speaks of CPU operators."""
 
-import copy
 import math
 import random
 import uuid
@@ -11,7 +10,6 @@ import uuid
 import pytest
 from browser_paths import COMMITTED_RESULTS
 from first_look_rule import first_look_runs
-from history_helpers import click_and_wait
 
 pytestmark = [
     pytest.mark.browser,
