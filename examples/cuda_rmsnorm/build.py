@@ -152,17 +152,19 @@ def compile_nvcc(src: str, arch: str, options: list[str], output: str = "cubin")
 COMPILERS = (("nvrtc", compile_nvrtc), ("nvcc", compile_nvcc))
 
 
-def build(arch: str, *, use_cache: bool = True) -> Built:
-    """A cubin of ``rmsnorm.cu`` for ``arch`` (e.g. "sm_90"): from the disk cache, else from the first compiler and
-    variant that works (then cached). CompileError lists every attempt when none did."""
+def candidates(arch: str, *, use_cache: bool = True, attempts: list[str] | None = None):
+    """Cubins of ``rmsnorm.cu`` for ``arch`` (e.g. "sm_90"), one per compiler that works, in the order above: each
+    from the disk cache, else compiled (then cached). A caller that cannot load one takes the next. Every failed
+    attempt is appended to ``attempts``."""
     src = source()
-    attempts: list[str] = []
+    attempts = attempts if attempts is not None else []
     for compiler, fn in COMPILERS:
         for variant, options in variants():
             key = hashlib.sha256("\0".join([src, arch, compiler, *options]).encode()).hexdigest()[:24]
             path = cache_dir() / f"rmsnorm-{arch}-{compiler}-{key}.cubin"
             if use_cache and path.is_file() and path.stat().st_size > 0:
-                return Built(path.read_bytes(), compiler, variant, arch, True, attempts)
+                yield Built(path.read_bytes(), compiler, variant, arch, True, attempts)
+                break  # this compiler's other variant would be the same kernels
             try:
                 cubin = fn(src, arch, options)
             except Exception as exc:  # an import error, a missing library, a compile error: try the next
@@ -176,7 +178,15 @@ def build(arch: str, *, use_cache: bool = True) -> Built:
                     tmp.replace(path)  # atomic: a concurrent process never reads half a file
                 except OSError:
                     pass  # an unwritable cache only costs the next process a compile
-            return Built(cubin, compiler, variant, arch, False, attempts)
+            yield Built(cubin, compiler, variant, arch, False, attempts)
+            break
+
+
+def build(arch: str, *, use_cache: bool = True) -> Built:
+    """The first cubin `candidates` gives; CompileError listing every attempt when no compiler worked."""
+    attempts: list[str] = []
+    for built in candidates(arch, use_cache=use_cache, attempts=attempts):
+        return built
     raise CompileError("no CUDA compiler worked here: " + " | ".join(attempts))
 
 

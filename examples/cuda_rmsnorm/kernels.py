@@ -105,12 +105,18 @@ def module(device_index: int):
         mod = _modules.get(device_index)
         if mod is None:
             major, minor = torch.cuda.get_device_capability(device_index)
-            try:
-                _built = build.build(f"sm_{major}{minor}")
-                mod = loaders.load(_built.cubin, device_index)
-            except Exception as exc:
-                _build_error = f"{type(exc).__name__}: {exc}"
-                raise
+            attempts: list[str] = []
+            for candidate in build.candidates(f"sm_{major}{minor}", attempts=attempts):
+                try:  # a cubin one compiler made may not load (a driver older than that NVRTC): the next one's may
+                    mod = loaders.load(candidate.cubin, device_index)
+                except Exception as exc:
+                    attempts.append(f"loading the {candidate.compiler} cubin: {type(exc).__name__}: {exc}")
+                    continue
+                _built = candidate
+                break
+            if mod is None:
+                _build_error = "no CUDA compiler and loader worked here: " + " | ".join(attempts)
+                raise build.CompileError(_build_error)
             _modules[device_index] = mod
     return mod
 
@@ -242,3 +248,19 @@ def backward_persistent(x2, w, dy2, rstd):
                [_ptr(x2), _ptr(w), _ptr(dy2), _ptr(rstd), _ptr(dx), _ptr(partial), ("i32", M), ("i32", N)])
     _sum_rows(mod, t, stream, partial, G, dw, N)
     return dx, dw
+
+
+def kernel_names() -> dict[str, list[str]]:
+    """Every kernel the host may launch, with the argument kinds it passes (``ptr``, ``i32``, ``f32``), in order: what
+    the tests compare with the entry points NVRTC compiles (their names and parameter types)."""
+    ptr = "ptr"
+    out: dict[str, list[str]] = {}
+    for t in DTYPES.values():
+        for vpt in ROW_VPTS:
+            out[f"rms_fwd_{t}_v{vpt}"] = [ptr, ptr, ptr, ptr, "i32", "f32"]
+            out[f"rms_naive_rows_{t}_v{vpt}"] = [ptr] * 6 + ["i32"]
+        for vpt in PERSISTENT_VPTS:
+            out[f"rms_persistent_{t}_v{vpt}"] = [ptr] * 6 + ["i32", "i32"]
+        out[f"rms_contrib_colsum_{t}"] = [ptr, ptr, "i32", "i32"]
+        out[f"rms_rows_sum_{t}"] = [ptr, ptr, "i32", "i32"]
+    return out
