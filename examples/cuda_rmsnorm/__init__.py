@@ -103,7 +103,7 @@ def naive_launch(M: int, N: int, sm_count: int) -> dict:
     vpt, block = _shape(N, False)
     return {"programs": M, "rows_per_program": 1, "threads_per_block": block, "vectors_per_thread": vpt,
             "kernels": 3, "contribution_rows": M,
-            "column_sum_blocks": -(-(N // kernels.VECTOR) // kernels.REDUCE_BLOCK) * kernels.NAIVE_PARTIAL_ROWS}
+            "column_sum_blocks": -(-(N // kernels.VECTOR) // kernels.COLUMN_SUM_BLOCK) * kernels.NAIVE_PARTIAL_ROWS}
 
 
 def persistent_launch(M: int, N: int, sm_count: int) -> dict:

@@ -29,7 +29,10 @@ MAX_N_PERSISTENT = VECTOR * MAX_BLOCK * PERSISTENT_VPTS[-1]
 NAIVE_PARTIAL_ROWS = 64
 """The naive chain's column sum reduces the M×N contributions to this many fp32 rows."""
 REDUCE_BLOCK = 256
-"""Threads of the column-sum and last-pass blocks."""
+"""Threads of the last-pass blocks (one column each)."""
+COLUMN_SUM_BLOCK = 64
+"""Threads of the naive chain's column-sum blocks (one 16-byte vector of columns each): small blocks, so that even
+narrow rows give (N/8/64) × 64 blocks to spread over the SMs."""
 DTYPES = {"bfloat16": "bf16", "float16": "f16"}
 
 # ptxas (CUDA 13.0, sm_90) registers per thread of each persistent kernel: only the CPU estimate uses them.
@@ -223,7 +226,7 @@ def backward_naive(x2, w, dy2, rstd):
     _, mod, stream = _device(x2)
     mod.launch(f"rms_naive_rows_{t}_v{vpt}", (M,), block, 0, stream,
                [_ptr(x2), _ptr(w), _ptr(dy2), _ptr(rstd), _ptr(dx), _ptr(contrib), ("i32", N)])
-    mod.launch(f"rms_contrib_colsum_{t}", (-(-(N // VECTOR) // REDUCE_BLOCK), NAIVE_PARTIAL_ROWS), REDUCE_BLOCK, 0,
+    mod.launch(f"rms_contrib_colsum_{t}", (-(-(N // VECTOR) // COLUMN_SUM_BLOCK), NAIVE_PARTIAL_ROWS), COLUMN_SUM_BLOCK, 0,
                stream, [_ptr(contrib), _ptr(partial), ("i32", M), ("i32", N)])
     _sum_rows(mod, t, stream, partial, NAIVE_PARTIAL_ROWS, dw, N)
     return dx, dw

@@ -220,8 +220,8 @@ __device__ __forceinline__ void contrib_column_sum(const u16* __restrict__ contr
   float acc[8];
 #pragma unroll
   for (int i = 0; i < 8; ++i) acc[i] = 0.f;
-#pragma unroll 4
-  for (int r = r0; r < r1; ++r) {
+#pragma unroll 8
+  for (int r = r0; r < r1; ++r) {  // 8 independent 16-byte loads in flight per thread
     float f[8];
     unpack8<BF16>(reinterpret_cast<const uint4*>(contrib + (long long)r * N)[v], f);
 #pragma unroll

@@ -205,7 +205,7 @@ def test_every_launch_names_a_compiled_entry_with_its_parameter_types(ptx_entrie
     fwd, rows, colsum, rows_sum, *rest = rec.calls
     vpt = int(fwd[0].rsplit("_v", 1)[1])
     assert fwd[1] == (M,) and fwd[2] * vpt >= nvec and rows[1] == (M,)
-    assert colsum[1] == (-(-nvec // 256), 64) and colsum[2] == 256 and rows_sum[1] == (-(-N // 256),)
+    assert colsum[1] == (-(-nvec // 64), 64) and colsum[2] == 64 and rows_sum[1] == (-(-N // 256),)
     if rest:
         persistent, last = rest
         assert persistent[1] == (min(M, 132),) and persistent[3] == 8 * N and last[0].startswith("rms_rows_sum")
