@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # The CUDA plug-ins (examples/cuda_rmsnorm: cuda-naive, cuda-persistent) on a GPU host, beside the Triton backwards
-# and the peers, in phases; everything under $OUT. Default: every phase, in this order (about 6 minutes on an H100
-# once Triton's cache is warm; each phase has its own time limit, so one that hangs cannot take the others with it):
+# and the peers, in phases; everything under $OUT. Each phase has its own time limit (SIGINT: a cut bench keeps the
+# rows it measured), so one that hangs cannot take the others with it. One device command may last 10 minutes, so
+# the whole is three calls on the same warm machine (about 7-12 minutes of GPU time in all, less with Triton's cache
+# warm), after `git rev-parse HEAD > .git-commit` here and with .git-commit in each call's carry:
 #
-#   bash bench/cuda_plugins.sh                       # env smoke check occupancy bench-bf16 bench-fp16 bench-big profile table
-#   bash bench/cuda_plugins.sh env smoke check occupancy bench-bf16      # or in two calls
-#   bash bench/cuda_plugins.sh bench-fp16 bench-big profile table
+#   bash bench/cuda_plugins.sh env smoke check occupancy          # ≤ 4 min: built? correct? (read cuda_smoke.txt first)
+#   bash bench/cuda_plugins.sh bench-bf16 bench-big               # ≤ 7 min
+#   bash bench/cuda_plugins.sh bench-fp16 profile table           # ≤ 8 min
 #
-# QuACK and Liger are measured when installed: run after `bash bench/gpu_session.sh ... install install-dsl` on the
-# same warm machine (this script uses the same /var/tmp/rmsnorm/site); without them their rows are skipped, with the
-# reason. The compiled cubin is cached in /var/tmp/rmsnorm/cuda-cache (RMSNORM_CUDA_CACHE) between calls.
+# With no phase named it runs them all in that order. QuACK and Liger are measured when installed: run after
+# `bash bench/gpu_session.sh stash-a install` / `stash-b install-dsl` on the same warm machine (this script uses the
+# same /var/tmp/rmsnorm/site); without them their rows are skipped, with the reason. The compiled cubin is cached in
+# /var/tmp/rmsnorm/cuda-cache (RMSNORM_CUDA_CACHE) between calls. REPS (default 5) sets the timed repetitions.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 KEEP=/var/tmp/rmsnorm
