@@ -15,22 +15,10 @@
 # /var/tmp/rmsnorm/cuda-cache (RMSNORM_CUDA_CACHE) between calls. REPS (default 5) sets the timed repetitions.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-KEEP=/var/tmp/rmsnorm
-SITE=$KEEP/site
-OUT=${OUT:-/tmp/out}
-mkdir -p "$KEEP" "$OUT"
-export PYTHONUNBUFFERED=1
-export TRITON_CACHE_DIR=$KEEP/triton-cache TORCHINDUCTOR_CACHE_DIR=$KEEP/inductor-cache RMSNORM_NATIVE_DIR=$KEEP/native
-export RMSNORM_CUDA_CACHE=$KEEP/cuda-cache
-export PYTHONPATH="$PWD:$SITE:$SITE/nvidia_cutlass_dsl/dsl_packages${PYTHONPATH:+:$PYTHONPATH}"
-for d in $(find "$SITE" -maxdepth 4 -type d -name cutlass_dsl -path "*cutlass/cutlass_dsl" 2>/dev/null); do
-  export PYTHONPATH="$(dirname "$(dirname "$d")"):$PYTHONPATH"
-done
-[ -z "${GIT_COMMIT:-}" ] && [ -f .git-commit ] && export GIT_COMMIT=$(cat .git-commit)
+source bench/gpu_env.sh  # the same environment as gpu_session.sh: its installs, caches and tuned table
 PLUGIN=examples.cuda_rmsnorm
 PEERS=cuda-naive,cuda-persistent,triton-workspace,triton-persistent,quack,liger
 REPS=${REPS:-5}
-dash() { python3 -m rmsnorm_dash "$@"; }
 limit() { local s=$1; shift; timeout -s INT --kill-after=20 "$s" "$@"; local rc=$?; [ $rc -eq 124 ] && echo "!!! timed out after ${s}s: $*"; return $rc; }
 bench() { dash bench --plugin $PLUGIN --impl "$PEERS" --pass bwd --reps "$REPS" --warmup 3 --rounds 1 --quiet "$@"; }
 
