@@ -134,6 +134,21 @@ __device__ __forceinline__ void forward_row(const u16* __restrict__ x, const u16
   }
 }
 
+// The x and dy vectors of one row this thread owns (from global memory, or from a shared-memory stage); zeros past
+// the row's end.
+template <int VPT>
+__device__ __forceinline__ void own_vectors(const uint4* xs, const uint4* dys, int nvec, uint4* xv, uint4* dyv) {
+#pragma unroll
+  for (int k = 0; k < VPT; ++k) {
+    const int v = threadIdx.x + k * blockDim.x;
+    xv[k] = dyv[k] = make_uint4(0u, 0u, 0u, 0u);
+    if (v < nvec) {
+      xv[k] = xs[v];
+      dyv[k] = dys[v];
+    }
+  }
+}
+
 // ---- the dx of one row, shared by both backwards ---------------------------------------------------------
 // From the row's x and dy vectors (in registers) and γ: writes dx, and hands each element's dγ term
 // dy·x·rstd to `take(k, i, term)`.
@@ -185,15 +200,7 @@ __device__ __forceinline__ void naive_row(const u16* __restrict__ x, const u16* 
   const uint4* dyr = reinterpret_cast<const uint4*>(dy + row * N);
   uint4* cr = reinterpret_cast<uint4*>(contrib + row * N);
   uint4 xv[VPT], dyv[VPT];
-#pragma unroll
-  for (int k = 0; k < VPT; ++k) {
-    const int v = threadIdx.x + k * blockDim.x;
-    xv[k] = dyv[k] = make_uint4(0u, 0u, 0u, 0u);
-    if (v < nvec) {
-      xv[k] = xr[v];
-      dyv[k] = dyr[v];
-    }
-  }
+  own_vectors<VPT>(xr, dyr, nvec, xv, dyv);
   float terms[VPT][8];
   dx_row<BF16, VPT>(xv, dyv, reinterpret_cast<const uint4*>(w), rstd[row], N,
                     reinterpret_cast<uint4*>(dx + row * N), red,
@@ -293,15 +300,7 @@ __device__ __forceinline__ void persistent_rows(const u16* __restrict__ x, const
     __pipeline_wait_prior(1); // this thread's copies of row t have landed
     const uint4* sx = stage_mem + 2 * s * nvec;
     uint4 xv[VPT], dyv[VPT];
-#pragma unroll
-    for (int k = 0; k < VPT; ++k) {
-      const int v = threadIdx.x + k * blockDim.x;
-      xv[k] = dyv[k] = make_uint4(0u, 0u, 0u, 0u);
-      if (v < nvec) {
-        xv[k] = sx[v];
-        dyv[k] = sx[nvec + v];
-      }
-    }
+    own_vectors<VPT>(sx, sx + nvec, nvec, xv, dyv);
     dx_row<BF16, VPT>(xv, dyv, wv, r, N, reinterpret_cast<uint4*>(dx + row * N), red,
                       [&](int k, int i, float t) { acc[k][i] += t; });
     r = r_next;

@@ -3,7 +3,7 @@
 // crew 1 sums the floor's columns into the partial rows (the bays), crew 2 sums those into the dock (dγ).
 // Three kernels, five passes over M×N; dock_model.js times it ("floor").
 
-import { bayPos } from "./workspace.js";
+import { bayPos, paintBay } from "./workspace.js";
 import { frac, lerp, paintDockBar, unloaded } from "./lane.js";
 import { text } from "./labels.js";
 
@@ -49,12 +49,7 @@ export default {
     // The partial rows: filled by crew 1, emptied into dγ by crew 2.
     for (let b = 0; b < s.bays; b++) {
       const bay = bayPos(g, b, s.bays);
-      ctx.strokeStyle = "#9a978c";
-      ctx.strokeRect(bay.x, bay.y + 0.5, g.tw * 0.9, Math.max(1, bay.h - 1));
-      ctx.fillStyle = color;
-      ctx.globalAlpha = 0.85;
-      ctx.fillRect(bay.x, bay.y + 0.5, g.tw * 0.9 * c1 * (1 - c2), Math.max(1, bay.h - 1));
-      ctx.globalAlpha = 1;
+      paintBay(ctx, g, bay, c1 * (1 - c2), color);
       // The crews at work: packets from the floor to the bays, then from the bays to the dock.
       const crew = c1 > 0 && c1 < 1 ? 1 : c2 > 0 && c2 < 1 ? 2 : 0;
       if (crew) {
