@@ -124,15 +124,19 @@ class BindingsModule:
 LOADERS = (("cupy", CupyModule), ("cuda-bindings", BindingsModule))
 
 
-def load(cubin: bytes, device_index: int):
-    """The first loader that loads ``cubin`` on the device; RuntimeError listing every attempt otherwise."""
+def load(cubin: bytes, device_index: int, check=None):
+    """The first loader that loads ``cubin`` on the device and passes ``check(module)`` (a small launch whose result
+    is known: arguments, stream and context as they will be used); RuntimeError listing every attempt otherwise."""
     attempts = []
     for name, cls in LOADERS:
         try:
-            return cls(cubin, device_index)
+            module = cls(cubin, device_index)
+            if check is not None:
+                check(module)
+            return module
         except Exception as exc:
             attempts.append(f"{name}: {type(exc).__name__}: {exc}")
-    raise RuntimeError("no loader could load the CUDA module: " + " | ".join(attempts))
+    raise RuntimeError("no loader could load and run the CUDA module: " + " | ".join(attempts))
 
 
 def loader_available() -> str | None:

@@ -111,7 +111,7 @@ def module(device_index: int):
             attempts: list[str] = []
             for candidate in build.candidates(f"sm_{major}{minor}", attempts=attempts):
                 try:  # a cubin one compiler made may not load (a driver older than that NVRTC): the next one's may
-                    mod = loaders.load(candidate.cubin, device_index)
+                    mod = loaders.load(candidate.cubin, device_index, check=lambda m: self_test(m, device_index))
                 except Exception as exc:
                     attempts.append(f"loading the {candidate.compiler} cubin: {type(exc).__name__}: {exc}")
                     continue
@@ -122,6 +122,24 @@ def module(device_index: int):
                 raise build.CompileError(_build_error)
             _modules[device_index] = mod
     return mod
+
+
+def self_test(mod, device_index: int) -> None:
+    """One small launch with a known answer (dγ of three partial rows), before the module is used: a loader whose
+    argument passing, stream or context is wrong here fails now and the next one is tried."""
+    import torch
+
+    dev = torch.device("cuda", device_index)
+    with torch.cuda.device(dev):
+        partial = torch.arange(3 * 16, dtype=torch.float32, device=dev).reshape(3, 16)
+        out = torch.full((16,), float("nan"), dtype=torch.bfloat16, device=dev)
+        stream = torch.cuda.current_stream(dev)
+        mod.launch("rms_rows_sum_bf16", (1,), REDUCE_BLOCK, 0, stream.cuda_stream,
+                   [_ptr(partial), _ptr(out), ("i32", 3), ("i32", 16)])
+        stream.synchronize()
+        want = partial.sum(0).to(torch.bfloat16)  # integers ≤ 93: exact in bf16
+        if not torch.equal(out, want):
+            raise RuntimeError(f"self-test: the column sum gave {out.tolist()[:4]}…, expected {want.tolist()[:4]}…")
 
 
 def build_error() -> Optional[str]:

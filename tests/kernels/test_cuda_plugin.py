@@ -209,3 +209,31 @@ def test_every_launch_names_a_compiled_entry_with_its_parameter_types(ptx_entrie
     if rest:
         persistent, last = rest
         assert persistent[1] == (min(M, 132),) and persistent[3] == 8 * N and last[0].startswith("rms_rows_sum")
+
+
+def test_a_loader_that_loads_but_fails_the_self_test_gives_way_to_the_next(monkeypatch):
+    from examples.cuda_rmsnorm import device
+
+    class Loader:
+        def __init__(self, cubin, index):
+            self.cubin, self.index = cubin, index
+
+    class Broken(Loader):
+        def __init__(self, cubin, index):
+            raise OSError("libcuda not found")
+
+    class Wrong(Loader):
+        answer = 41
+
+    class Right(Loader):
+        answer = 42
+
+    def check(module):
+        if module.answer != 42:
+            raise RuntimeError(f"self-test: got {module.answer}")
+
+    monkeypatch.setattr(device, "LOADERS", (("broken", Broken), ("wrong", Wrong), ("right", Right)))
+    assert isinstance(device.load(b"cubin", 0, check=check), Right)
+    monkeypatch.setattr(device, "LOADERS", (("broken", Broken), ("wrong", Wrong)))
+    with pytest.raises(RuntimeError, match=re.escape("broken: OSError: libcuda not found | wrong: RuntimeError: self-test: got 41")):
+        device.load(b"cubin", 0, check=check)
