@@ -77,7 +77,7 @@ EOF
     check)  # the fp64 check: the models widths at M = 4099, odd widths, odd M; fp32 and N % 8 != 0 skipped
       limit 300 dash check --plugin $PLUGIN --impl cuda-naive --impl cuda-persistent --dtype bfloat16 --dtype float16 \
         --dtype float32 --preset-widths --shape 4x8 --shape 1000x1 --shape 257x8192 --shape 32x65536 \
-        --shape 1023x5000 --shape 20011x4096 --shape 8195x16384 2>&1 | tee "$OUT/cuda_check.txt" | tail -40
+        --shape 1023x5000 --shape 20011x4096 --shape 8195x16384 --shape 515x1032 --shape 70x6152 --shape 33x16376 --shape 9x24 2>&1 | tee "$OUT/cuda_check.txt" | tail -40
       ;;
     occupancy)  # blocks per SM of the persistent kernel here: commit as examples/cuda_rmsnorm/recorded_occupancy.json
       limit 120 python3 - <<'EOF' 2>&1 | tee "$OUT/cuda_occupancy.txt"
