@@ -186,7 +186,8 @@ class Recorder:
 
 
 @pytest.mark.parametrize("dtype, M, N", [(torch.bfloat16, 1000, 4096), (torch.float16, 77, 2880),
-                                         (torch.bfloat16, 300, 16384), (torch.float16, 5, 32768)])
+                                         (torch.bfloat16, 300, 16384), (torch.float16, 5, 32768),
+                                         (torch.bfloat16, 33, 16376), (torch.float16, 9, 24)])
 def test_every_launch_names_a_compiled_entry_with_its_parameter_types(ptx_entries, monkeypatch, dtype, M, N):
     from examples.cuda_rmsnorm import kernels
 
