@@ -18,21 +18,7 @@
 #   WAIT_S=560 bash bench/gpu_session.sh models-wait smi-stop      # call 3 at once (a machine idle for 30 s is gone)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-KEEP=/var/tmp/rmsnorm
-SITE=$KEEP/site
-OUT=${OUT:-/tmp/out}
-mkdir -p "$KEEP" "$OUT"
-export PYTHONUNBUFFERED=1
-export TRITON_CACHE_DIR=$KEEP/triton-cache TORCHINDUCTOR_CACHE_DIR=$KEEP/inductor-cache RMSNORM_NATIVE_DIR=$KEEP/native
-export PYTHONPATH="$PWD:$SITE:$SITE/nvidia_cutlass_dsl/dsl_packages${PYTHONPATH:+:$PYTHONPATH}"
-dsl_path() { for d in $(find "$SITE" -maxdepth 4 -type d -name cutlass_dsl -path "*cutlass/cutlass_dsl" 2>/dev/null); do export PYTHONPATH="$(dirname "$(dirname "$d")"):$PYTHONPATH"; done; }
-dsl_path
-# the copy's .git is the session's first commit, not the files' own: `git rev-parse HEAD > .git-commit` on the CPU
-# machine before a call and name .git-commit in the call's carry (it is ignored), and the runs record that commit
-[ -z "${GIT_COMMIT:-}" ] && [ -f .git-commit ] && export GIT_COMMIT=$(cat .git-commit)
-dash() { python3 -m rmsnorm_dash "$@"; }
-# a table tuned earlier in this machine's life (phase tune) is the one every later phase runs with
-[ -f "$KEEP/sm90.json" ] && export RMSNORM_CONFIG_TABLE=$KEEP/sm90.json
+source bench/gpu_env.sh  # KEEP, SITE, OUT, the caches, PYTHONPATH (dsl_path), GIT_COMMIT, dash, the tuned table
 
 for phase in "$@"; do
   echo "=== phase $phase ($(date -u +%H:%M:%S))"

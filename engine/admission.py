@@ -14,8 +14,8 @@ ENGINE_DTYPES = ("bfloat16", "float16", "float32")
 
 
 def refusal(impl: Implementation, pass_: str, dtype: str, cpu: bool, timing: str,
-            triton_interpreter: bool) -> Optional[str]:
-    """Why this implementation cannot run this pass here (None when it can)."""
+            triton_interpreter: bool, M: Optional[int] = None, N: Optional[int] = None) -> Optional[str]:
+    """Why this implementation cannot run this pass here, at [M, N] when given (None when it can)."""
     if pass_ not in impl.passes:
         return f"{impl.name} does not provide the {pass_} pass (it provides {', '.join(impl.passes)})"
     reason = impl.unavailable_reason()
@@ -23,6 +23,10 @@ def refusal(impl: Implementation, pass_: str, dtype: str, cpu: bool, timing: str
         return f"{impl.name} is not available here: {reason}"
     if dtype not in ENGINE_DTYPES:
         return f"dtype {dtype!r} is not supported by the engine"
+    if M is not None and N is not None:
+        shape = impl.shape_refusal(M, N, dtype)
+        if shape:
+            return f"{impl.name} does not take this shape: {shape}"
     if cpu and impl.uses_triton:
         if not triton_interpreter:
             return ("Triton kernel on CPU: runs only under the Triton interpreter; ask for it with "

@@ -133,6 +133,14 @@ def run_check(names=None, dtypes=DTYPES, shapes=None, device=None, seed: int | N
         for pass_ in impl.passes:
             for dtype_name in dtypes:
                 for m, n in shapes:
+                    shape = impl.shape_refusal(int(m), int(n), dtype_name)
+                    if shape is not None:  # a shape it declares it does not take: skipped, as the engine does
+                        rows.append({"impl": impl.name, "pass": pass_, "dtype": dtype_name, "M": int(m), "N": int(n),
+                                     "device": str(device), "max_rel_err": None, "tolerance": None, "ok": True,
+                                     "skipped": True, "reason": shape, "seed": seed})
+                        if on_row:
+                            on_row(rows[-1])
+                        continue
                     started = time.perf_counter()
                     row = check_case(impl, pass_, dtype_name, int(m), int(n), device, generator)
                     row["seconds"] = round(time.perf_counter() - started, 3)
@@ -148,7 +156,8 @@ CHECK_HEADER = f"{'implementation':<20} {'pass':<4} {'dtype':<9} {'M':>6} {'N':>
 
 def format_check_row(r: dict) -> str:
     if r.get("skipped"):
-        return f"{r['impl']:<20} {r['pass']:<4} {'':<9} {'':>6} {'':>6} {'':>11} {'':>7}  SKIP  {r['reason']}"
+        dtype, m, n = (r.get(k) or "" for k in ("dtype", "M", "N"))
+        return f"{r['impl']:<20} {r['pass']:<4} {dtype:<9} {m:>6} {n:>6} {'':>11} {'':>7}  SKIP  {r['reason']}"
     err = f"{r['max_rel_err']:.2e}" if r["max_rel_err"] is not None else "-"
     result = "ok" if r["ok"] else f"FAIL  {r['reason']}"
     return (f"{r['impl']:<20} {r['pass']:<4} {r['dtype']:<9} {r['M']:>6} {r['N']:>6} {err:>11} "

@@ -10,7 +10,7 @@
     run_sweep(sweep, ...)           -> RunFile (header, rows, summary)
 
 A case is skipped, with its reason, BEFORE anything is allocated when: the implementation is not
-registered or not available here, it does not provide the pass, it is a Triton kernel on CPU and the
+registered or not available here, it does not provide the pass or does not take the shape (its ``supports``), it is a Triton kernel on CPU and the
 Triton interpreter was not asked for (or was not switched on before Triton was imported), cuda-graph
 timing is asked for on CPU, or the memory estimate (engine.memory) exceeds the free memory. A
 failure while running (an exception from the kernel, a wrong output shape, out of memory) makes an
@@ -175,7 +175,7 @@ class DeviceBench:
                 row["launch"] = dict(impl.launch(case.M, case.N, self._launch_sm_count(impl)))
             except Exception as exc:
                 row["launch_error"] = _short(exc)
-        reason = refusal(impl, case.pass_, case.dtype, cpu, timing, triton_interpreter)
+        reason = refusal(impl, case.pass_, case.dtype, cpu, timing, triton_interpreter, case.M, case.N)
         if reason:
             return finish("skipped", reason)
         if cpu and impl.uses_triton:

@@ -5,7 +5,8 @@ bytes it moves and how much memory it needs on top of dx: an ``atomic`` backward
 partial into one fp32 vector, a ``workspace`` or ``persistent`` one writes a [G, N] fp32 partial buffer and
 sums it in a second kernel. A `BackwardFamily` says that in numbers, from the implementation's launch grid:
 
-- ``partial_rows(grid, M, N)``: rows of the fp32 dγ partial buffer (memory: ``partial_rows · N · 4``);
+- ``partial_rows(grid, M, N)``: rows of the fp32 dγ partial buffer (memory: ``partial_rows · N · 4``, or
+  ``partial_bytes(grid, M, N)`` when its scratch is more than that buffer);
 - ``extra_bytes(grid, M, N)``: traffic on top of the pass's minimum bytes (default: that buffer written and
   read back, ``2 · partial_rows · N · 4``), with ``extra_bytes_note`` saying what it is and whether it is an
   estimate.
@@ -53,6 +54,9 @@ class BackwardFamily:
     """``(grid, M, N) -> bytes`` moved on top of the minimum; ``None``: the partial buffer written and read."""
     extra_bytes_note: Optional[Callable[[dict, int, int], str]] = field(default=None, compare=False)
     """``(grid, M, N) -> text``: what ``extra_bytes`` counts (say "estimate" where it is one)."""
+    partial_bytes: Optional[Numbers] = field(default=None, compare=False)
+    """``(grid, M, N) -> bytes`` of dγ scratch its backward allocates (the memory estimate); ``None``: the fp32
+    partial buffer, ``partial_rows · N · 4``. (The naive CUDA chain adds its M×N tensor of contributions.)"""
     partial_rows_text: str = "one per program"
     """The rule for ``partial_rows`` in words (the listing shows it)."""
     extra_bytes_text: str = "2·partial_rows·N·4: the fp32 partials written and read back"
@@ -73,7 +77,8 @@ class BackwardFamily:
             extra = int(self.extra_bytes(grid, M, N))
             note = (self.extra_bytes_note(grid, M, N) if self.extra_bytes_note is not None
                     else "+ extra traffic declared by the implementation")
-        return {"family": self.name, "partial_rows": rows, "partial_bytes": rows * N * PARTIAL_BYTES,
+        scratch = rows * N * PARTIAL_BYTES if self.partial_bytes is None else int(self.partial_bytes(grid, M, N))
+        return {"family": self.name, "partial_rows": rows, "partial_bytes": scratch,
                 "extra_bytes": extra, "extra_bytes_note": note}
 
     def describe(self) -> dict:

@@ -66,6 +66,11 @@ class Implementation:
     """Importable modules it needs (e.g. ``liger_kernel``); missing ones make it unavailable, with the reason."""
     available_when: Callable[[], str | None] | None = field(default=None, repr=False, compare=False)
     """Extra check run on demand: returns ``None`` when usable here, else the reason it is not."""
+    supports: Callable[[int, int, str], str | None] | None = field(default=None, repr=False, compare=False)
+    """``supports(M, N, dtype) -> None | reason``: the shapes and dtypes (``"bfloat16"``…) it takes. A case it does
+    not take is a ``skipped`` row with that reason, decided before anything is allocated (and a skipped case of
+    ``rmsnorm-dash check``), never a call that fails or a wrong result. ``None``: it takes every shape the engine
+    asks for."""
     launch: Callable[[int, int, int], dict] | None = field(default=None, repr=False, compare=False)
     """``launch(M, N, sm_count) -> {"programs": G, "rows_per_program": r, ...}``: the real grid the kernel
     uses for that shape on a device with ``sm_count`` SMs (the dock scene draws it). ``None`` for opaque
@@ -120,6 +125,15 @@ class Implementation:
             except Exception as exc:
                 return f"availability check failed: {type(exc).__name__}: {exc}"
         return None
+
+    def shape_refusal(self, M: int, N: int, dtype: str) -> str | None:
+        """``None`` when it takes an [M, N] input of ``dtype``, else why not (its `supports` hook)."""
+        if self.supports is None:
+            return None
+        try:
+            return self.supports(M, N, dtype)
+        except Exception as exc:
+            return f"shape check failed: {type(exc).__name__}: {exc}"
 
     def describe(self) -> dict:
         """JSON-ready description (what the API and ``rmsnorm-dash list`` show)."""
@@ -200,6 +214,7 @@ def register(
     description: str = "",
     requires: Iterable[str] = (),
     available_when: Callable[[], str | None] | None = None,
+    supports: Callable[[int, int, str], str | None] | None = None,
     launch: Callable[[int, int, int], dict] | None = None,
     uses_triton: bool = False,
     fused: Optional[bool] = None,
@@ -220,6 +235,7 @@ def register(
             description=description or (fn.__doc__ or "").strip().split("\n")[0],
             requires=tuple(requires),
             available_when=available_when,
+            supports=supports,
             launch=launch,
             uses_triton=uses_triton,
             fused=fused,

@@ -16,6 +16,7 @@ function label(cls, textValue = "") {
 export function gridText(s) {
   return `${s.programs} programs × ${s.rowsPerProgram} rows` +
     (s.partialRows != null ? ` · ${s.partialRows} partial rows` : "") +
+    (s.occupancy ? ` · ${s.occupancy.sms} SMs × ${s.occupancy.perSm} per SM${s.occupancy.source}` : "") +
     (s.blocksPerTruck > 1 ? ` · 1 truck = ${s.blocksPerTruck.toFixed(s.blocksPerTruck % 1 ? 1 : 0)} blocks` : "");
 }
 

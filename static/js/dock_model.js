@@ -35,7 +35,9 @@ function loadWindows(programs, trucks, resident, mainUs) {
 }
 
 // The painter's plan says how its trucks unload (dock_painters/index.js passes it): "one-door" (atomics
-// serialised on the same addresses), "bays" (partial rows, then a consolidation pass) or "direct";
+// serialised on the same addresses), "bays" (partial rows, then a consolidation pass), "floor" (every truck
+// unloads its whole cart of dγ terms on the floor, an M×N tensor; then two crews: a column sum into the partial
+// rows, then their sum into dγ) or "direct";
 // allResident: every program is resident at once (a persistent grid). `kind` is the painter's name.
 export function buildSchedule({
   kind = "generic", family = kind, unload = "direct", allResident = false, launch, M, N, smCount, mode = "bwd",
@@ -58,15 +60,19 @@ export function buildSchedule({
   const trucks = trucksFor(programs);
   const blocksPerTruck = programs / trucks;
 
-  // The main pass: forward reads x, writes y; backward reads x and dy, writes dx (+ its dγ partials).
+  // The main pass: forward reads x, writes y; backward reads x and dy, writes dx (+ its dγ partials; on the floor,
+  // the M×N dγ terms in x's dtype).
   const partialBytes = (partialRows ?? 0) * N * 4;
-  const mainBytes = mode === "fwd" ? 2 * MN * elementBytes : 3 * MN * elementBytes + (unload === "one-door" ? 0 : partialBytes);
+  const floorBytes = unload === "floor" ? MN * elementBytes : 0;
+  const mainBytes = mode === "fwd" ? 2 * MN * elementBytes
+    : 3 * MN * elementBytes + (unload === "one-door" ? 0 : unload === "floor" ? floorBytes : partialBytes);
   const mainUs = LAUNCH_US + mainBytes / BYTES_PER_US;
   const driveUs = 0.06 * mainUs;
   const { windows, waves } = loadWindows(programs, trucks, allResident ? Math.max(resident, programs) : resident, mainUs);
 
   const truckList = windows.map((w, i) => ({ ...w, arrive: w.loadEnd + driveUs, unloadStart: 0, unloadEnd: 0, bay: 0, index: i }));
   let consolidation = null;
+  let crews = null;
   let bays = 0;
 
   if (unload === "one-door") {
@@ -91,6 +97,19 @@ export function buildSchedule({
     }
     const start = Math.max(...truckList.map((t) => t.unloadEnd));
     consolidation = { start, end: start + LAUNCH_US + (partialBytes + N * 4) / BYTES_PER_US };
+  } else if (unload === "floor") {
+    // Every truck tips its whole cart (its rows of dγ terms) on the floor, all at once; crew 1 sums the floor's
+    // columns into the partial rows (the bays), crew 2 sums those into the dock (dγ).
+    bays = Math.max(1, Math.min(partialRows ?? 1, MAX_BAYS));
+    const unloadUs = Math.max(0.03 * mainUs, floorBytes / trucks / BYTES_PER_US);
+    for (const t of truckList) {
+      t.unloadStart = t.arrive;
+      t.unloadEnd = t.arrive + unloadUs;
+    }
+    const start = Math.max(...truckList.map((t) => t.unloadEnd));
+    const mid = start + LAUNCH_US + (floorBytes + partialBytes) / BYTES_PER_US;
+    crews = [{ start, end: mid }, { start: mid, end: mid + LAUNCH_US + (partialBytes + N * elementBytes) / BYTES_PER_US }];
+    consolidation = { start, end: crews[1].end };
   } else {
     const unloadUs = 0.03 * mainUs;
     for (const t of truckList) {
@@ -102,10 +121,18 @@ export function buildSchedule({
   const total = consolidation ? consolidation.end : Math.max(...truckList.map((t) => t.unloadEnd));
   const schedule = {
     kind, family, unload, mode, programs, rowsPerProgram, partialRows, trucks: truckList, blocksPerTruck, bays,
-    consolidation, total, modelTotal: total, waves, M, N, smCount: sm,
+    consolidation, crews, total, occupancy: occupancyOf(launch, mode), modelTotal: total, waves, M, N, smCount: sm,
   };
   schedule.maxQueueLength = maxQueue(schedule);
   return schedule;
+}
+
+// SMs × blocks per SM, where a launch publishes them (from the occupancy API, a recorded grid, or an estimate).
+function occupancyOf(launch, mode) {
+  if (mode === "fwd" || !launch?.blocks_per_sm || !launch?.sm_count) return null;
+  const how = String(launch.occupancy ?? "");
+  const source = how.startsWith("estimate") ? " (estimate)" : how.startsWith("recorded") ? " (recorded)" : "";
+  return { sms: launch.sm_count, perSm: launch.blocks_per_sm, source };
 }
 
 // Stretch a timetable so that it takes `us` in total (a measured time).
@@ -116,6 +143,7 @@ export function stretchTo(schedule, us) {
     ...t, loadStart: t.loadStart * f, loadEnd: t.loadEnd * f, arrive: t.arrive * f, unloadStart: t.unloadStart * f, unloadEnd: t.unloadEnd * f,
   }));
   s.consolidation = schedule.consolidation && { start: schedule.consolidation.start * f, end: schedule.consolidation.end * f };
+  s.crews = schedule.crews && schedule.crews.map((c) => ({ start: c.start * f, end: c.end * f }));
   return s;
 }
 
@@ -137,6 +165,8 @@ export function maxQueue(schedule) {
 
 export function phaseAt(schedule, t) {
   if (t >= schedule.total) return "done";
+  if (schedule.crews && t >= schedule.crews[1].start) return `crew 2: the ${schedule.partialRows} partial rows into dγ`;
+  if (schedule.crews && t >= schedule.crews[0].start) return `crew 1: the floor's columns into ${schedule.partialRows} partial rows`;
   if (schedule.consolidation && t >= schedule.consolidation.start) return "second pass: consolidating the bays into dγ";
   const loading = schedule.trucks.some((tr) => t >= tr.loadStart && t < tr.loadEnd);
   if (schedule.unload === "one-door" && waitingTrucks(schedule, t).length > 0) return "queueing at the one dock";

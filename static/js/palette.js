@@ -8,13 +8,15 @@
 
 export const PALETTES = {
   light: ["#0072B2", "#D55E00", "#007A5A", "#B8428C", "#8F6A00", "#5A3FA8",
-    "#505050", "#00798C", "#C0392B", "#6B7A00", "#8E4A1C", "#7A2048"],
+    "#505050", "#00798C", "#C0392B", "#6B7A00", "#8E4A1C", "#7A2048",
+    "#1565C0", "#2E7D32", "#8E24AA", "#795548"],
   dark: ["#56B4E9", "#E69F00", "#2EC4A0", "#E882C4", "#F0E442", "#A996F0",
-    "#C8C8C8", "#3FD0E0", "#FF7F6E", "#B8C84A", "#E0A070", "#F4A3A8"],
+    "#C8C8C8", "#3FD0E0", "#FF7F6E", "#B8C84A", "#E0A070", "#F4A3A8",
+    "#90CAF9", "#A5D6A7", "#CE93D8", "#BCAAA4"],
 };
 // Plotly marker symbols; each has a hollow "-open" variant (used for rows the correctness gate marked wrong).
 export const SYMBOLS = ["circle", "square", "diamond", "triangle-up", "triangle-down", "pentagon",
-  "hexagon", "cross", "x", "triangle-left", "hourglass", "bowtie"];
+  "hexagon", "cross", "x", "triangle-left", "hourglass", "bowtie", "star", "hexagram", "star-diamond", "diamond-tall"];
 
 const SLOTS = PALETTES.light.length;
 const assigned = new Map(); // name -> slot (0 .. SLOTS*SYMBOLS-1: past the palette, the shape cycles on)
@@ -47,7 +49,7 @@ export function colorFor(name, scheme = currentScheme()) {
   return list[slotFor(name) % SLOTS];
 }
 
-// Past 12 names the colours repeat; the shape then shifts, so (colour, shape) stays unique for 144 names.
+// Past 16 names the colours repeat; the shape then shifts, so (colour, shape) stays unique for 256 names.
 export function symbolFor(name) {
   const slot = slotFor(name);
   return SYMBOLS[(slot + Math.floor(slot / SLOTS)) % SYMBOLS.length];

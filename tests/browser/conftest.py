@@ -1,4 +1,4 @@
-"""Browser-test fixtures: a real uvicorn server on a free loopback port (tmp data dir, the example plugin,
+"""Browser-test fixtures: a real uvicorn server on a free loopback port (tmp data dir, the example plugins,
 a small copy ceiling), Debian's Chromium driven by Playwright, and a page that fails the test on any
 console error or any request that would leave the host."""
 
@@ -65,7 +65,7 @@ def server(tmp_path_factory):
     env = {
         **os.environ,
         "RMSNORM_DATA_DIR": str(data_dir),
-        "RMSNORM_PLUGINS": "examples.dock_plugin",
+        "RMSNORM_PLUGINS": "examples.dock_plugin,examples.cuda_rmsnorm",  # the Python and the CUDA examples
         "RMSNORM_CEILING_BYTES": str(4 << 20),
         "RMSNORM_RESULTS_DIR": str(REPO / "results"),  # the committed GPU results, imported at start as in production
         "RMSNORM_DEVICES": "cpu",

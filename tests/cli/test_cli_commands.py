@@ -207,3 +207,17 @@ def test_default_result_path_is_device_slug_and_date(tmp_path):
     assert first == tmp_path / "nvidia-h200-2026-12-02.json"
     first.write_text("{}")
     assert cli.default_result_path(header, tmp_path) == tmp_path / "nvidia-h200-2026-12-02-140509.json"
+
+
+def test_list_shows_the_cuda_plugin_unavailable_with_the_reason():
+    """The CUDA example plug-in, by module path, in a fresh process (as a user runs it): listed with its family and,
+    without a GPU, why it cannot run here."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-m", "rmsnorm_dash", "list", "--json", "--plugin", "examples.cuda_rmsnorm"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    entries = {e["name"]: e for e in json.loads(out.stdout)}
+    assert entries["cuda-naive"]["family"] == "naive-chain" and entries["cuda-persistent"]["family"] == "persistent"
+    for name in ("cuda-naive", "cuda-persistent"):
+        assert entries[name]["available"] is False and "needs an NVIDIA GPU" in entries[name]["reason"]
+        assert entries[name]["source"] == "path:examples.cuda_rmsnorm"

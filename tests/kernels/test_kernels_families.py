@@ -109,3 +109,20 @@ def test_the_example_plugin_named_by_family_keeps_its_plain_launch():
     assert impl.family == "workspace" and impl.dgamma is None and impl.fused is True
     launch = impl.launch(1000, 8, 132)
     assert launch["partial_rows"] == -(-1000 // 64) and "extra_bytes" not in launch
+
+
+def test_a_family_whose_scratch_is_more_than_the_partial_rows_declares_its_bytes():
+    M, N = random.randint(1, 5000), random.randint(8, 9000)
+    floor = BackwardFamily("floor", "M×N terms, then 64 rows", partial_rows=lambda g, M, N: 64,
+                           partial_bytes=lambda g, M, N: M * N * 2 + 64 * N * 4)
+    got = floor.numbers({"programs": M}, M, N)
+    assert got["partial_rows"] == 64 and got["partial_bytes"] == M * N * 2 + 64 * N * 4
+    assert partial_bytes(got, N) == M * N * 2 + 64 * N * 4  # what the memory estimate reads
+
+
+def test_supports_names_the_shapes_an_implementation_takes():
+    impl = Implementation("even-only", fn=_fn, supports=lambda M, N, dtype: None if N % 2 == 0 else f"odd N = {N}")
+    assert impl.shape_refusal(4, 8, "bfloat16") is None and impl.shape_refusal(4, 7, "bfloat16") == "odd N = 7"
+    assert Implementation("any", fn=_fn).shape_refusal(1, 1, "float32") is None
+    broken = Implementation("broken", fn=_fn, supports=lambda M, N, dtype: 1 / 0)
+    assert broken.shape_refusal(1, 1, "float32").startswith("shape check failed: ZeroDivisionError")

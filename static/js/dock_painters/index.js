@@ -4,6 +4,7 @@
 
 import { buildSchedule } from "../dock_model.js";
 import atomic from "./atomic.js";
+import naiveChain from "./naive-chain.js";
 import persistent from "./persistent.js";
 import workspace from "./workspace.js";
 import forward from "./forward.js";
@@ -13,6 +14,7 @@ export const PAINTERS = {
   atomic,
   workspace,
   persistent,
+  "naive-chain": naiveChain,
 };
 
 export const familyOf = (impl) => impl?.dgamma_family ?? impl?.family ?? "other";

@@ -9,6 +9,16 @@ export function bayPos(g, b, bays) {
   return { x: g.bayX, y: g.mid - (bays * h) / 2 + b * h, h };
 }
 
+// One bay (partial row), its outline and the share `filled` of it holding partial sums.
+export function paintBay(ctx, g, bay, filled, color) {
+  ctx.strokeStyle = "#9a978c";
+  ctx.strokeRect(bay.x, bay.y + 0.5, g.tw * 0.9, Math.max(1, bay.h - 1));
+  ctx.fillStyle = color;
+  ctx.globalAlpha = 0.85;
+  ctx.fillRect(bay.x, bay.y + 0.5, g.tw * 0.9 * filled, Math.max(1, bay.h - 1));
+  ctx.globalAlpha = 1;
+}
+
 // The bays filling as their trucks unload, emptying into dγ during the consolidation; packets of partial
 // sums flow from the bays to the dock meanwhile.
 export function paintBays(ctx, lane, g, t, color, boxes) {
@@ -18,12 +28,7 @@ export function paintBays(ctx, lane, g, t, color, boxes) {
     const bay = bayPos(g, b, s.bays);
     const mine = s.trucks.filter((tr) => tr.bay === b);
     const filled = mine.reduce((a, tr) => a + unloaded(tr, t), 0) / Math.max(1, mine.length);
-    ctx.strokeStyle = "#9a978c";
-    ctx.strokeRect(bay.x, bay.y + 0.5, g.tw * 0.9, Math.max(1, bay.h - 1));
-    ctx.fillStyle = color;
-    ctx.globalAlpha = 0.85;
-    ctx.fillRect(bay.x, bay.y + 0.5, g.tw * 0.9 * filled * (1 - c), Math.max(1, bay.h - 1));
-    ctx.globalAlpha = 1;
+    paintBay(ctx, g, bay, filled * (1 - c), color);
     if (c > 0 && c < 1) {
       const f = (c * 4 + b * 0.37) % 1;
       ctx.beginPath();
