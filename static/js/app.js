@@ -1,6 +1,6 @@
 // Wires the page together: health banner, run panel → charts (live), history → charts + dock.
 
-import { getHealth, getImplementations, getPresets, setToken } from "./api.js";
+import { getHealth, getImplementations, getPresets, getRuns, setToken } from "./api.js";
 import { setPresets } from "./model_names.js";
 import { Charts } from "./charts.js";
 import { assignColors } from "./palette.js";
@@ -21,7 +21,26 @@ function showBanner(text, kind = "info") {
   banner.hidden = !text;
 }
 
+// The first requests, all sent at once (one after the other they cost a round trip each on a busy host); each is
+// awaited where it was before. The no-op catch only keeps a failure quiet until its own await reports it.
+function earlyRequests() {
+  const quiet = (promise) => (promise.catch(() => {}), promise);
+  return { health: quiet(getHealth()), impls: quiet(getImplementations()), presets: quiet(getPresets()), runs: quiet(getRuns()) };
+}
+
+// plotly.js loads async: its 1.2 MB parse need not hold up the requests above.
+function plotlyLoaded() {
+  const script = document.getElementById("plotly-js");
+  return new Promise((resolve) => {
+    if (window.Plotly || !script) return resolve();
+    script.addEventListener("load", resolve);
+    script.addEventListener("error", resolve); // the charts then say nothing is drawn; the rest of the page works
+  });
+}
+
 async function main() {
+  const early = earlyRequests();
+  const plotly = plotlyLoaded();
   const charts = new Charts({
     fwd: $("#chart-fwd"), bwd: $("#chart-bwd"), sourcesLine: $("#chart-sources"), dtypeSelect: $("#chart-dtype"), mSelect: $("#chart-m"),
     // dashB: chart options, notes and the kernel breakdown
@@ -103,7 +122,7 @@ async function main() {
 
   let health = null;
   try {
-    health = await getHealth();
+    health = await early.health;
     const devices = health.gpus ?? [];
     const gpus = devices.filter((d) => String(d.label ?? "cuda").startsWith("cuda"));
     const workers = gpus.length ? `${gpus.length} GPU${gpus.length > 1 ? "s" : ""}` : `${devices.length} CPU worker${devices.length > 1 ? "s" : ""}`;
@@ -119,7 +138,7 @@ async function main() {
   panel.setHealth(health);
 
   try {
-    const impls = await getImplementations();
+    const impls = await early.impls;
     assignColors(impls.map((i) => i.name));
     panel.setImplementations(impls);
     dock.setImplementations(impls);
@@ -127,15 +146,22 @@ async function main() {
     $("#impl-list").textContent = `Could not read the implementations: ${err.message}`;
   }
   try {
-    const presets = await getPresets(); // model names under the N ticks, and the run panel's presets
+    const presets = await early.presets; // model names under the N ticks, and the run panel's presets
     setPresets(presets);
     panel.setPresets(presets);
   } catch (err) {
     panel.setPresets([]);
   }
-  await history.refresh();
+  await history.refresh(early.runs);
+  // The first run is fetched while plotly still parses: what opens before it is drawn when it is in.
+  const drawn = plotly.then(() => {
+    charts.plotlyArrived();
+    views.changed();
+  });
   // dashA: the runs the URL names, else the first-look run (firstLookRun); then the URL's view, filters, baseline.
   await openFirstLook({ history, views });
+  charts.doneLoading();
+  await drawn;
   views.ready = true;
   views.changed();
   window.dashboardReady = true;

@@ -35,6 +35,8 @@ export class Charts {
     pngButton?.addEventListener("click", () => this.downloadPng());
     onSchemeChange(() => this.render());
     this.sourcesLine = sourcesLine;
+    // Until the page has opened its first run (doneLoading): a loading line and no empty axes drawn.
+    this.loading = true;
     this.selects = { dtype: dtypeSelect, M: mSelect };
     this.view = "GBps";
     this.sources = []; // {key, label, header, rows, live}
@@ -60,6 +62,9 @@ export class Charts {
   setFilter(dim, value) {
     if (!(dim in this.picked)) return;
     this.picked[dim] = value === ALL || value == null ? ALL : dim === "M" ? Number(value) : String(value);
+    const next = this._resolveFilter();
+    // A pick of what is drawn already (a URL naming the default) changes nothing: no second plotly draw.
+    if (this._drawn && next.dtype === this.filter.dtype && next.M === this.filter.M) return this._syncSelects(next);
     this.render();
   }
 
@@ -150,6 +155,18 @@ export class Charts {
     this.render();
   }
 
+  // The page opened what it opens first (or found nothing to open): an empty state may now be drawn (a run opened
+  // is drawn already: drawing it again would cost a second full plotly draw of the first look).
+  doneLoading() {
+    this.loading = false;
+    if (!this.sources.length) this.render();
+  }
+
+  // plotly.js came in (it loads async): draw what was asked for before it could be drawn.
+  plotlyArrived() {
+    if (this._owed) this.render();
+  }
+
   scheduleRender() {
     if (this._pending) return;
     this._pending = true;
@@ -206,7 +223,12 @@ export class Charts {
       [pass, panelTraces({ sources: this.sources, pass, keep, view: this.view, scheme, ink: theme.ink })]));
     this._entries = [...built.fwd.entries, ...built.bwd.entries];
     this._describeSources(built);
-    if (!Plotly) return;
+    const waiting = this.loading && !this.sources.length;
+    for (const el of Object.values(this.panels)) el.setAttribute("aria-busy", String(waiting));
+    if (waiting && this.sourcesLine) this.sourcesLine.textContent = "Loading the stored runs…";
+    this._owed = !Plotly && !waiting;
+    this._drawn = Boolean(Plotly) && !waiting;
+    if (!Plotly || waiting) return;
     for (const pass of ["fwd", "bwd"]) {
       const el = this.panels[pass];
       const { traces, xs, best } = built[pass];
