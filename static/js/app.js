@@ -55,7 +55,7 @@ async function main() {
   const dock = new Dock({
     mode: $("#dock-mode"), m: $("#dock-m"), mOut: $("#dock-m-out"), n: $("#dock-n"), nOut: $("#dock-n-out"),
     sm: $("#dock-sm"), play: $("#dock-play"), impls: $("#dock-impls"), lanes: $("#dock-lanes"), timing: $("#dock-timing"),
-    useModel: $("#dock-model"), source: $("#dock-source"), dtypeFilter: $("#chart-dtype"), // the dock follows the chart's dtype
+    useModel: $("#dock-model"), source: $("#dock-source"), legend: $("#dock-legend-words"), dtypeFilter: $("#chart-dtype"), // the dock follows the chart's dtype
   });
 
   let history = null;

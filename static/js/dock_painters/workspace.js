@@ -3,6 +3,7 @@
 // persistent family (bayPos, paintBays).
 
 import { frac, lerp, paintDockBar, unloaded } from "./lane.js";
+import { plural } from "./labels.js";
 
 export function bayPos(g, b, bays) {
   const h = Math.min(g.th + 3, (g.bottom - g.top) / bays);
@@ -18,7 +19,7 @@ export function paintBays(ctx, lane, g, t, color, boxes) {
     const bay = bayPos(g, b, s.bays);
     const mine = s.trucks.filter((tr) => tr.bay === b);
     const filled = mine.reduce((a, tr) => a + unloaded(tr, t), 0) / Math.max(1, mine.length);
-    ctx.strokeStyle = "#9a978c";
+    ctx.strokeStyle = g.c.bay;
     ctx.strokeRect(bay.x, bay.y + 0.5, g.tw * 0.9, Math.max(1, bay.h - 1));
     ctx.fillStyle = color;
     ctx.globalAlpha = 0.85;
@@ -39,7 +40,7 @@ export function bayDestination(lane, g, tr) {
   return { x: bay.x - g.tw - 3, y: bay.y + (bay.h - g.th) / 2 };
 }
 
-export const baySentence = (s) => `; ${s.partialRows} partial rows, consolidated in a second pass.`;
+export const baySentence = (s) => `; ${plural(s.partialRows, "partial row")}, consolidated in a second pass.`;
 
 export default {
   kind: "workspace",
@@ -48,4 +49,6 @@ export default {
   paint: paintBays,
   destination: bayDestination,
   sentence: baySentence,
+  what: (s) => `every block writes its partial dγ row to its own bay at once (no waiting), then a second pass sums ` +
+    `the ${plural(s.partialRows, "partial row")}: it pays that extra write and read instead of a queue.`,
 };
