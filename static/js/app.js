@@ -43,6 +43,7 @@ async function main() {
   const plotly = plotlyLoaded();
   const charts = new Charts({
     fwd: $("#chart-fwd"), bwd: $("#chart-bwd"), sourcesLine: $("#chart-sources"), dtypeSelect: $("#chart-dtype"), mSelect: $("#chart-m"),
+    nSelect: $("#chart-n"), xSelect: $("#chart-x"),
     // dashB: chart options, notes and the kernel breakdown
     logY: $("#chart-logy"), csvButton: $("#chart-csv"), pngButton: $("#chart-png"), notes: $("#chart-notes"),
     profile: $("#chart-profile"), profileCaption: $("#chart-profile-caption"),
