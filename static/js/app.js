@@ -6,7 +6,7 @@ import { Charts } from "./charts.js";
 import { assignColors } from "./palette.js";
 import { Dock } from "./dock.js";
 import { History } from "./history.js";
-import { RunPanel } from "./run_panel.js";
+import { RunPanel, foldOnPhone } from "./run_panel.js";
 // dashA (issue 17): first look, per-shape table, speedup / run-vs-run views, URL state.
 import { openFirstLook, refineBaseline, startLiveOverBaseline } from "./first_look.js";
 import { followDockShape, writeUrlState } from "./url_state.js";
@@ -137,6 +137,7 @@ async function main() {
     showBanner(`The service is not answering: ${err.message}`, "error");
   }
   panel.setHealth(health);
+  foldOnPhone($("#run-panel"), $("#run-toggle"), health);
 
   try {
     const impls = await early.impls;
