@@ -12,7 +12,7 @@ const PASS_TITLES = { fwd: "Forward", bwd: "Backward (dx and dγ)" };
 const fmt = (v, digits = 1) => (v == null || !Number.isFinite(v) ? "–" : Number(v).toFixed(digits));
 
 // The legend sits below the axis title, in a band of its own sized for its entries.
-const LEGEND_ROW_PX = 19;
+export const LEGEND_ROW_PX = 19;
 export const LEGEND_GAP_PX = 6;
 const PLOT_PX = 320;
 const SIDES_PX = 76; // margin.l + margin.r
@@ -22,20 +22,21 @@ const BOTTOM_PX = 62; // tick labels and the x-axis title
 const MODEBAR_PX = 30;
 const TITLE_LINE_PX = 19;
 
-// A first guess of the legend band (about 7 px a character, 40 px for an entry's line and gaps).
+// A first guess of the legend band, on the generous side (about 8 px a character, 42 px for an entry's line and
+// gaps): a band a little too tall is kept, one too short is redrawn.
 export function guessLegendPx(data, width) {
   let rows = 1;
   let used = 0;
   for (const t of data) {
     if (t.showlegend === false) continue;
-    const w = 40 + 7 * t.name.length;
+    const w = 42 + 8 * t.name.length;
     if (used > 0 && used + w > width) {
       rows++;
       used = 0;
     }
     used += w;
   }
-  return rows * LEGEND_ROW_PX + LEGEND_GAP_PX;
+  return rows * (LEGEND_ROW_PX + 1) + LEGEND_GAP_PX;
 }
 
 // The title under the mode bar; split at its colon when it would not fit on one line (about 7.5 px a

@@ -12,7 +12,7 @@ import { chartTheme, onSchemeChange } from "./chart_theme.js";
 import { drawProfile, pickShape, profiledRows } from "./chart_profile.js";
 import { currentScheme } from "./palette.js";
 import { altCaption, chartNotes, sourceLabel, sourcesSentence } from "./chart_labels.js";
-import { LEGEND_GAP_PX, guessLegendPx, legendBand, panelLayout } from "./chart_layout.js";
+import { LEGEND_GAP_PX, LEGEND_ROW_PX, guessLegendPx, legendBand, panelLayout } from "./chart_layout.js";
 
 export { sourceLabel };
 
@@ -270,7 +270,7 @@ export class Charts {
       const width = el.clientWidth || 600;
       this._widths.set(el, width);
       const bandKey = `${pass}|${width}|${data.length}`;
-      const legendPx = data.length ? this._legendPx.get(bandKey) ?? guessLegendPx(data, width) : 0;
+      const legendPx = data.length ? this._legendPx.get(bandKey) ?? guessLegendPx(data, width - 76) : 0;
       const revision = `${this.view}|${this.logY}|${this.xAxis}|${this.filter.dtype}|${this.filter.M}|${this.filter.N}|` +
         this.sources.map((s) => s.key).join(",");
       const { layout, band } = panelLayout({ pass, view: this.view, logY: this.logY, width, traces, ceilings, xs, best, theme,
@@ -284,8 +284,11 @@ export class Charts {
         this._hook(el);
         const drawn = el.querySelector(".legend .bg");
         const need = drawn ? Math.ceil(drawn.getBBox().height) + LEGEND_GAP_PX : 0;
-        this._legendPx.set(bandKey, need);
-        const relaid = data.length && Math.abs(need - legendPx) > 1 ? Plotly.relayout(el, legendBand(band, need)) : null;
+        // A second layout only when the band is short (the legend would be cut) or much too tall: a relayout costs
+        // 0.1-0.2 s of a busy 2-core machine on the first look (issue 35); a few spare pixels cost nothing.
+        const refit = data.length && (need > legendPx + 1 || legendPx - need > LEGEND_ROW_PX);
+        this._legendPx.set(bandKey, refit ? need : legendPx);
+        const relaid = refit ? Plotly.relayout(el, legendBand(band, need)) : null;
         untab(el);
         Object.assign(el.dataset, counts); // what the tests read: the counts of what is drawn now
         return Promise.all([plotted, relaid]);
