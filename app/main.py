@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import logging
 from contextlib import asynccontextmanager
@@ -13,9 +14,10 @@ from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
+from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
+from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddleware
 
 from app.edge import BodyLimit
 from app.settings import Settings, get_settings
@@ -33,13 +35,27 @@ from other machines (the socket actually bound, or `RMSNORM_EXPOSED=1` behind a 
 <token>`); token-less writes must name an allowed Host. Bodies are capped (413): 1 MiB, imports 16 MiB."""
 
 
-def plotly_js_path() -> Path | None:
-    """plotly.min.js from the installed plotly package (served locally: the page needs no CDN)."""
-    spec = importlib.util.find_spec("plotly")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = Path(list(spec.submodule_search_locations)[0]) / "package_data" / "plotly.min.js"
-    return path if path.is_file() else None
+PLOTLY_JS = "plotly-basic.min.js"  # static/vendor/: plotly.js's partial bundle of the traces the page draws
+# Compressed on the fly (GZipMiddleware), except the NDJSON stream: its rows go out as they are measured, byte for byte.
+GZIP_EXCLUDED = (*DEFAULT_EXCLUDED_CONTENT_TYPES, "application/x-ndjson")
+
+
+def precompressed_asset(path: Path, media_type: str):
+    """A route serving one large static file, gzip-compressed once in memory when first asked (not at every
+    request, as the middleware would: 1.2 MB at level 9 costs ~70 ms of this 2-core machine's CPU)."""
+    raw: dict[str, bytes] = {}
+
+    def asset(request: Request) -> Response:
+        if not path.is_file():
+            return PlainTextResponse(f"{path.name} is missing from this server's static files", status_code=404)
+        headers = {"Cache-Control": "public, max-age=86400", "Vary": "Accept-Encoding"}
+        if "gzip" not in request.headers.get("accept-encoding", ""):
+            return FileResponse(path, media_type=media_type, headers=headers)
+        if "gz" not in raw:
+            raw["gz"] = gzip.compress(path.read_bytes(), compresslevel=9, mtime=0)
+        return Response(raw["gz"], media_type=media_type, headers={**headers, "Content-Encoding": "gzip"})
+
+    return asset
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -68,6 +84,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.dependency_overrides[get_settings] = these_settings
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes, import_limit=settings.max_import_bytes)
+    # Responses compressed for clients that accept it (JSON runs ~10x smaller, the page's JS and CSS ~4x).
+    app.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=6, exclude_content_types=GZIP_EXCLUDED)
 
     @app.exception_handler(Exception)
     async def unexpected_error(request: Request, exc: Exception) -> JSONResponse:
@@ -121,15 +139,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(pages.router)
 
     install_openapi(app)
-    plotly_js = plotly_js_path()
-
-    @app.get("/static/vendor/plotly.min.js", include_in_schema=False)
-    def plotly_min_js():
-        local = settings.static_dir / "vendor" / "plotly.min.js"
-        path = local if local.is_file() else plotly_js
-        if path is None:
-            return PlainTextResponse("plotly is not installed on this server", status_code=404)
-        return FileResponse(path, media_type="text/javascript", headers={"Cache-Control": "public, max-age=86400"})
+    app.add_api_route(f"/static/vendor/{PLOTLY_JS}", precompressed_asset(settings.static_dir / "vendor" / PLOTLY_JS,
+                                                                         "text/javascript"), include_in_schema=False)
 
     if settings.static_dir.is_dir():
         app.mount("/static", StaticFiles(directory=settings.static_dir), name="static")

@@ -3,8 +3,9 @@ implementation and M, the measured copy ceiling as a dashed line. Opens in a bro
 
 The figure is built here as plain plotly JSON, so the only thing taken from plotly is ``plotly.min.js``,
 inlined into the page: from the ``plotly`` Python package if it is installed (it is not on the GPU image),
-else from the file named by env ``RMSNORM_PLOTLY_JS``, else from the repository's
-``static/vendor/plotly.min.js``. With none of them, `write_plot_html` raises `PlotlyUnavailable`
+else from the file named by env ``RMSNORM_PLOTLY_JS``, else from the repository's committed
+``static/vendor/plotly-basic.min.js`` (plotly.js's basic bundle: the scatter lines and shapes drawn here; so the GPU
+image writes charts too). With none of them, `write_plot_html` raises `PlotlyUnavailable`
 saying what to do.
 """
 
@@ -19,7 +20,7 @@ from typing import Any, Union
 from engine.models import RunFile
 
 PLOTLY_JS_ENV = "RMSNORM_PLOTLY_JS"
-REPO_PLOTLY_JS = Path(__file__).resolve().parents[1] / "static" / "vendor" / "plotly.min.js"
+REPO_PLOTLY_JS = Path(__file__).resolve().parents[1] / "static" / "vendor" / "plotly-basic.min.js"
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
 DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
 

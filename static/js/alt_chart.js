@@ -3,19 +3,13 @@
 
 import { colorFor } from "./palette.js";
 import { drawSerial, untab } from "./chart_tools.js";
+import { xAxisLayout } from "./chart_layout.js";
 
 const PASS_TITLES = { fwd: "Forward", bwd: "Backward (dx and dγ)" };
 const DASHES = ["solid", "dash", "dot", "dashdot", "longdash"];
-const tickText = (v) => (v >= 1024 && v % 1024 === 0 ? `${v / 1024}K` : String(v));
 const PLOT_PX = 320;
 const BOTTOM_PX = 62; // tick labels and the x-axis title
 const uid = (...parts) => parts.join("_").replace(/[^A-Za-z0-9_-]/g, "-");
-
-function powersOfTwo(lo, hi) {
-  const out = [];
-  for (let e = Math.floor(Math.log2(lo)); e <= Math.ceil(Math.log2(hi)); e++) out.push(2 ** e);
-  return out;
-}
 
 // groups: [{name, impl, dash, points: [{N, y, hover}]}]; ref: the y of the reference line; yTitle: the axis title.
 // title: the panel's title (default "<pass>: <yTitle>"); ref null: no reference line.
@@ -39,7 +33,6 @@ export function drawPanel(el, pass, { groups, ref, refName, yTitle, empty, title
     };
   });
   const xs = traces.flatMap((t) => t.x);
-  const ticks = xs.length ? powersOfTwo(Math.min(...xs), Math.max(...xs)) : [256, 1024, 4096, 16384];
   const data = [...traces];
   if (xs.length && ref != null) {
     data.push({
@@ -54,7 +47,7 @@ export function drawPanel(el, pass, { groups, ref, refName, yTitle, empty, title
     title: { text: title ?? `${PASS_TITLES[pass]}: ${yTitle}`, font: { size: 14 }, x: 0.01, xanchor: "left" },
     margin: { l: 60, r: 16, t: 48, b: BOTTOM_PX + legendPx },
     height: PLOT_PX + BOTTOM_PX + legendPx,
-    xaxis: { title: { text: "N (hidden size, log₂ axis)" }, type: "log", tickvals: ticks, ticktext: ticks.map(tickText), zeroline: false },
+    xaxis: xAxisLayout("N", xs, el.clientWidth || 600, { names: false }).axis, // level labels, spaced never to collide
     yaxis: { title: { text: yTitle }, zeroline: false, autorange: true },
     showlegend: data.length > 0,
     legend: { orientation: "h", xref: "container", x: 0, xanchor: "left", yref: "container", y: 0, yanchor: "bottom", maxheight: 5000, font: { size: 11 } },

@@ -1,12 +1,12 @@
 // Wires the page together: health banner, run panel → charts (live), history → charts + dock.
 
-import { getHealth, getImplementations, getPresets, setToken } from "./api.js";
+import { getHealth, getImplementations, getPresets, getRuns, setToken } from "./api.js";
 import { setPresets } from "./model_names.js";
 import { Charts } from "./charts.js";
 import { assignColors } from "./palette.js";
 import { Dock } from "./dock.js";
 import { History } from "./history.js";
-import { RunPanel } from "./run_panel.js";
+import { RunPanel, foldOnPhone } from "./run_panel.js";
 // dashA (issue 17): first look, per-shape table, speedup / run-vs-run views, URL state.
 import { openFirstLook, refineBaseline, startLiveOverBaseline } from "./first_look.js";
 import { followDockShape, writeUrlState } from "./url_state.js";
@@ -21,9 +21,29 @@ function showBanner(text, kind = "info") {
   banner.hidden = !text;
 }
 
+// The first requests, all sent at once (one after the other they cost a round trip each on a busy host); each is
+// awaited where it was before. The no-op catch only keeps a failure quiet until its own await reports it.
+function earlyRequests() {
+  const quiet = (promise) => (promise.catch(() => {}), promise);
+  return { health: quiet(getHealth()), impls: quiet(getImplementations()), presets: quiet(getPresets()), runs: quiet(getRuns()) };
+}
+
+// plotly.js loads async: its 1.2 MB parse need not hold up the requests above.
+function plotlyLoaded() {
+  const script = document.getElementById("plotly-js");
+  return new Promise((resolve) => {
+    if (window.Plotly || !script) return resolve();
+    script.addEventListener("load", resolve);
+    script.addEventListener("error", resolve); // the charts then say nothing is drawn; the rest of the page works
+  });
+}
+
 async function main() {
+  const early = earlyRequests();
+  const plotly = plotlyLoaded();
   const charts = new Charts({
     fwd: $("#chart-fwd"), bwd: $("#chart-bwd"), sourcesLine: $("#chart-sources"), dtypeSelect: $("#chart-dtype"), mSelect: $("#chart-m"),
+    nSelect: $("#chart-n"), xSelect: $("#chart-x"),
     // dashB: chart options, notes and the kernel breakdown
     logY: $("#chart-logy"), csvButton: $("#chart-csv"), pngButton: $("#chart-png"), notes: $("#chart-notes"),
     profile: $("#chart-profile"), profileCaption: $("#chart-profile-caption"),
@@ -36,7 +56,7 @@ async function main() {
   const dock = new Dock({
     mode: $("#dock-mode"), m: $("#dock-m"), mOut: $("#dock-m-out"), n: $("#dock-n"), nOut: $("#dock-n-out"),
     sm: $("#dock-sm"), play: $("#dock-play"), impls: $("#dock-impls"), lanes: $("#dock-lanes"), timing: $("#dock-timing"),
-    useModel: $("#dock-model"), source: $("#dock-source"), dtypeFilter: $("#chart-dtype"), // the dock follows the chart's dtype
+    useModel: $("#dock-model"), source: $("#dock-source"), legend: $("#dock-legend-words"), dtypeFilter: $("#chart-dtype"), // the dock follows the chart's dtype
   });
 
   let history = null;
@@ -107,7 +127,7 @@ async function main() {
 
   let health = null;
   try {
-    health = await getHealth();
+    health = await early.health;
     const devices = health.gpus ?? [];
     const gpus = devices.filter((d) => String(d.label ?? "cuda").startsWith("cuda"));
     const workers = gpus.length ? `${gpus.length} GPU${gpus.length > 1 ? "s" : ""}` : `${devices.length} CPU worker${devices.length > 1 ? "s" : ""}`;
@@ -121,9 +141,10 @@ async function main() {
     showBanner(`The service is not answering: ${err.message}`, "error");
   }
   panel.setHealth(health);
+  foldOnPhone($("#run-panel"), $("#run-toggle"), health);
 
   try {
-    const impls = await getImplementations();
+    const impls = await early.impls;
     assignColors(impls.map((i) => i.name));
     panel.setImplementations(impls);
     dock.setImplementations(impls);
@@ -131,15 +152,22 @@ async function main() {
     $("#impl-list").textContent = `Could not read the implementations: ${err.message}`;
   }
   try {
-    const presets = await getPresets(); // model names under the N ticks, and the run panel's presets
+    const presets = await early.presets; // model names under the N ticks, and the run panel's presets
     setPresets(presets);
     panel.setPresets(presets);
   } catch (err) {
     panel.setPresets([]);
   }
-  await history.refresh();
+  await history.refresh(early.runs);
+  // The first run is fetched while plotly still parses: what opens before it is drawn when it is in.
+  const drawn = plotly.then(() => {
+    charts.plotlyArrived();
+    views.changed();
+  });
   // dashA: the runs the URL names, else the first-look run (firstLookRun); then the URL's view, filters, baseline.
   await openFirstLook({ history, views, dock });
+  charts.doneLoading();
+  await drawn;
   views.ready = true;
   views.changed();
   window.dashboardReady = true;

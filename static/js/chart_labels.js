@@ -22,6 +22,19 @@ export function powersOfTwo(lo, hi) {
 
 export const tickText = (v) => (v >= 1024 && v % 1024 === 0 ? `${v / 1024}K` : String(v));
 
+// A log axis's ticks at 1, 2 and 5 × 10^k over the values (issue 35: plotly's own read "2 3 … 9 100 2 3"), written
+// in full ("20", "500", "2k"); {} when there is no positive value (plotly's own ticks then).
+export function logTicks(values) {
+  const pos = values.filter((v) => Number.isFinite(v) && v > 0);
+  if (!pos.length) return {};
+  const lo = Math.floor(Math.log10(Math.min(...pos)));
+  const hi = Math.ceil(Math.log10(Math.max(...pos)));
+  const vals = [];
+  for (let k = lo; k <= hi; k++) for (const m of [1, 2, 5]) vals.push(m * 10 ** k);
+  const text = (v) => (v >= 1e6 ? `${+(v / 1e6).toPrecision(3)}M` : v >= 1e3 ? `${+(v / 1e3).toPrecision(3)}k` : String(+v.toPrecision(3)));
+  return { tickmode: "array", tickvals: vals, ticktext: vals.map(text) };
+}
+
 // The line under the charts that says what the marks mean (only those drawn now).
 export function chartNotes(built, entries) {
   const bound = built.fwd.cpuBoundCount + built.bwd.cpuBoundCount;
@@ -32,6 +45,20 @@ export function chartNotes(built, entries) {
   if (built.fwd.best.length + built.bwd.best.length) parts.push("★ the fastest measured implementation of each shape");
   if (entries.some((e) => e.row.q1_us != null)) parts.push("error bars: interquartile range (min–max in the hover)");
   return parts.join(" · ");
+}
+
+// The caption of the speedup and run-vs-run views: what their lines and reference line mean (no markers, ★ or error
+// bars are drawn there).
+export function altCaption(view) {
+  if (view === "speedup") {
+    return "Each line: an implementation's GB/s divided by the baseline's at the same shape; above the dotted 1× line " +
+      "it is faster than the baseline.";
+  }
+  if (view === "diff") {
+    return "Each line: the change in GB/s from the base run to the new run at the same shape; above the dotted 0 % " +
+      "line the new run is faster.";
+  }
+  return "";
 }
 
 const fmt = (v, digits = 1) => (v == null || !Number.isFinite(v) ? "–" : Number(v).toFixed(digits));

@@ -1,39 +1,42 @@
 // The layout of one metric panel (charts.js draws it): the title under the mode bar (wrapped on a phone), the
-// legend in a band of its own below the x-axis title (sized for its wrapped rows), the N ticks with model names,
-// the y axis (linear from zero or log, kept readable when the copy ceiling is far above every point), the notes
-// and ★ annotations.
+// legend in a band of its own below the x-axis title (sized for its wrapped rows), the x axis (N with model names,
+// or M) with labels that never collide, the y axis (linear from zero, or log with 1-2-5 ticks; kept readable when
+// the copy ceiling is far above every point), the notes and ★ annotations.
 
 import { VIEWS, starAnnotations } from "./chart_traces.js";
 import { themedLayout } from "./chart_theme.js";
-import { powersOfTwo, tickText } from "./chart_labels.js";
+import { logTicks, powersOfTwo, tickText } from "./chart_labels.js";
 import { modelNames, nTicks, tickLabels } from "./model_names.js";
 
 const PASS_TITLES = { fwd: "Forward", bwd: "Backward (dx and dγ)" };
 const fmt = (v, digits = 1) => (v == null || !Number.isFinite(v) ? "–" : Number(v).toFixed(digits));
 
 // The legend sits below the axis title, in a band of its own sized for its entries.
-const LEGEND_ROW_PX = 19;
+export const LEGEND_ROW_PX = 19;
 export const LEGEND_GAP_PX = 6;
 const PLOT_PX = 320;
+const SIDES_PX = 76; // margin.l + margin.r
+export const X_TITLES = { N: "N (hidden size, log₂ axis)", M: "M (rows, log₂ axis)" };
 const BOTTOM_PX = 62; // tick labels and the x-axis title
 // The mode bar takes the top band of a panel; the title sits under it (never covered), wrapped on a phone.
 const MODEBAR_PX = 30;
 const TITLE_LINE_PX = 19;
 
-// A first guess of the legend band (about 7 px a character, 40 px for an entry's line and gaps).
+// A first guess of the legend band, on the generous side (about 8 px a character, 42 px for an entry's line and
+// gaps): a band a little too tall is kept, one too short is redrawn.
 export function guessLegendPx(data, width) {
   let rows = 1;
   let used = 0;
   for (const t of data) {
     if (t.showlegend === false) continue;
-    const w = 40 + 7 * t.name.length;
+    const w = 42 + 8 * t.name.length;
     if (used > 0 && used + w > width) {
       rows++;
       used = 0;
     }
     used += w;
   }
-  return rows * LEGEND_ROW_PX + LEGEND_GAP_PX;
+  return rows * (LEGEND_ROW_PX + 1) + LEGEND_GAP_PX;
 }
 
 // The title under the mode bar; split at its colon when it would not fit on one line (about 7.5 px a
@@ -49,13 +52,30 @@ export function legendBand({ named, topPx }, legendPx) {
   return { "margin.b": BOTTOM_PX + named + legendPx, height: PLOT_PX + BOTTOM_PX + named + legendPx + topPx - 48 };
 }
 
-// The plotly layout of one panel. traces: the measured traces, ceilings: the copy-ceiling lines, xs: the N values
-// drawn, best: the ★ points; legendPx: the legend band's height; revision: what keeps the user's zoom (uirevision).
-// Returns {layout, band} (band: what legendBand needs to resize the legend's band after drawing).
-export function panelLayout({ pass, view, logY, width, traces, ceilings, xs, best, theme, legendPx, revision }) {
+// The x axis over the values drawn (xs, of dimension x: "N" or "M"): the range the lines span (the ceiling lines
+// reach 1.25× beyond), ticks at the powers of two and (N) the model widths, their texts spaced to never collide.
+export function xAxisLayout(x, xs, width, { names = true } = {}) {
+  const lo = xs.length ? Math.min(...xs) / 1.25 : 200;
+  const hi = xs.length ? Math.max(...xs) * 1.25 : 20000;
+  const powers = powersOfTwo(lo * 1.25, hi / 1.25);
+  const ticks = x === "N" ? nTicks(xs, powers) : [...new Set([...powers, ...xs])].sort((a, b) => a - b);
+  const slanted = names && x === "N" && ticks.some((t) => modelNames(t).length);
+  const pxPerOctave = Math.max(1, width - SIDES_PX) / Math.log2(hi / lo);
+  return {
+    slanted,
+    axis: { title: { text: X_TITLES[x] }, type: "log", range: [Math.log10(lo), Math.log10(hi)], autorange: false,
+      tickvals: ticks, ticktext: tickLabels(ticks, tickText, pxPerOctave, { drawn: new Set(xs), slanted }),
+      tickangle: slanted ? -40 : 0, tickfont: { size: slanted ? 10 : 12 }, zeroline: false },
+  };
+}
+
+// The plotly layout of one panel. traces: the measured traces, ceilings: the copy-ceiling lines, xs: the values
+// drawn along x ("N" or "M"), best: the ★ points; legendPx: the legend band's height; revision: what keeps the
+// user's zoom (uirevision). Returns {layout, band} (band: what legendBand needs to resize the legend's band).
+export function panelLayout({ pass, view, logY, width, traces, ceilings, xs, best, theme, legendPx, revision, x = "N" }) {
   const data = [...traces, ...ceilings];
-  const ticks = nTicks(xs, xs.length ? powersOfTwo(Math.min(...xs), Math.max(...xs)) : [256, 1024, 4096, 16384]);
-  const named = ticks.some((t) => modelNames(t).length) ? 78 : 0; // slanted ticks with a model name
+  const xaxis = xAxisLayout(x, xs, width);
+  const named = xaxis.slanted ? 78 : 0; // slanted ticks with a model name
   // A ceiling far above every point (small CPU shapes) would flatten them: keep the points
   // readable and say where the ceiling is.
   const ys = traces.flatMap((t) => t.y.map((y, i) => y + (t.error_y.array[i] || 0))).filter(Number.isFinite);
@@ -76,13 +96,13 @@ export function panelLayout({ pass, view, logY, width, traces, ceilings, xs, bes
   const band = { named, topPx };
   const sized = legendBand(band, legendPx);
   const yaxis = { title: { text: VIEWS[view].title }, zeroline: false };
-  if (logY) Object.assign(yaxis, { type: "log", autorange: true });
+  if (logY) Object.assign(yaxis, { type: "log", autorange: true, ...logTicks(data.flatMap((t) => t.y)) });
   else Object.assign(yaxis, { type: "linear", rangemode: "tozero", ...(offScale ? { range: [0, top * 1.15], autorange: false } : { autorange: true }) });
   const layout = themedLayout(theme, {
     title: { text: title.text, font: { size: 14 }, x: 0.01, xanchor: "left", yref: "container", y: 1, yanchor: "top", pad: { t: padTop } },
     margin: { l: 60, r: 16, t: topPx, b: sized["margin.b"] },
     height: sized.height,
-    xaxis: { title: { text: "N (hidden size, log₂ axis)" }, type: "log", tickvals: ticks, ticktext: tickLabels(ticks, tickText, (width - 76) / Math.max(1, Math.log2(ticks[ticks.length - 1] / ticks[0]))), tickangle: named ? -40 : "auto", tickfont: { size: named ? 10 : 12 }, zeroline: false },
+    xaxis: xaxis.axis,
     yaxis,
     showlegend: data.length > 0,
     legend: { orientation: "h", xref: "container", x: 0, xanchor: "left", yref: "container", y: 0, yanchor: "bottom", maxheight: 5000, font: { size: 11 } },

@@ -14,6 +14,20 @@ export function chartTheme() {
   };
 }
 
+// The loading dock's canvas colours (dock_painters/): the light ones are the defaults (a lane drawn without a
+// theme, as in the painters' tests); the page's CSS variables --dock-* give the scheme in force.
+export const DOCK_LIGHT = {
+  bg: "#fbfaf6", road: "#ecebe4", cart: "#8d8a7e", cartDone: "#e2e0d8", ink: "#333333", muted: "#595959",
+  bar: "#3c4048", truck: "#ffffff", cab: "#3c4048", door: "#f2a900", doorInk: "#7a5f00", bay: "#9a978c", box: "#6b6960",
+};
+const DOCK_VARS = { cartDone: "--dock-cart-done", doorInk: "--dock-door-ink" };
+
+export function dockTheme() {
+  const css = getComputedStyle(document.documentElement);
+  return Object.fromEntries(Object.entries(DOCK_LIGHT).map(([key, fallback]) =>
+    [key, css.getPropertyValue(DOCK_VARS[key] ?? `--dock-${key}`).trim() || fallback]));
+}
+
 // The layout keys that carry colours (merged into each chart's layout).
 export function themedLayout(theme, layout) {
   const axis = (a) => ({ ...a, color: theme.ink, gridcolor: theme.grid, linecolor: theme.line, zerolinecolor: theme.grid });

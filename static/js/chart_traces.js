@@ -40,23 +40,27 @@ export function bestRows(sources, pass, keep) {
   return best;
 }
 
-// Trace groups: one per (run, impl, dtype, M) among the timed rows the filters let through; names only
-// mention what varies among those.
-function groups(sources, pass, keep) {
+// The dimension a line runs along (the x axis: "N" or "M") and the one that tells lines apart.
+export const otherDim = (x) => (x === "M" ? "N" : "M");
+
+// Trace groups: one per (run, impl, dtype, the other dimension) among the timed rows the filters let through; names
+// only mention what varies among those.
+function groups(sources, pass, keep, x) {
+  const other = otherDim(x);
   const shown = sources.flatMap((s) => s.rows.filter((r) => timed(r) && keep(r)));
   const dtypes = [...new Set(shown.map((r) => r.dtype))];
-  const Ms = [...new Set(shown.map((r) => r.M))];
+  const others = [...new Set(shown.map((r) => r[other]))];
   const out = new Map();
   sources.forEach((s, si) => {
     for (const r of s.rows) {
       if (r.pass !== pass || !timed(r) || !keep(r)) continue;
-      const key = `${si}|${r.impl}|${r.dtype}|${r.M}`;
+      const key = `${si}|${r.impl}|${r.dtype}|${r[other]}`;
       if (!out.has(key)) {
         const parts = [r.impl];
         if (dtypes.length > 1) parts.push(r.dtype);
-        if (Ms.length > 1) parts.push(`M=${r.M}`);
+        if (others.length > 1) parts.push(`${other}=${r[other]}`);
         if (sources.length > 1) parts.push(`[${s.label}]`);
-        out.set(key, { si, impl: r.impl, dtype: r.dtype, M: r.M, name: parts.join(" · "), rows: [],
+        out.set(key, { si, impl: r.impl, dtype: r.dtype, M: r.M, N: r.N, name: parts.join(" · "), rows: [],
           dashIndex: si * Math.max(1, dtypes.length) + Math.max(0, dtypes.indexOf(r.dtype)) });
       }
       out.get(key).rows.push(r);
@@ -104,7 +108,7 @@ function note(r, isBest) {
 }
 
 // {traces, xs, best: [{row, y, color}], entries (for the CSV), cpuBoundCount, wrongCount}
-export function panelTraces({ sources, pass, keep, view, scheme, ink }) {
+export function panelTraces({ sources, pass, keep, view, scheme, ink, x = "N" }) {
   const V = VIEWS[view];
   const best = bestRows(sources, pass, keep);
   const bestSet = new Set(best.values());
@@ -113,18 +117,18 @@ export function panelTraces({ sources, pass, keep, view, scheme, ink }) {
   let xs = [];
   let cpuBoundCount = 0;
   let wrongCount = 0;
-  for (const g of groups(sources, pass, keep)) {
+  for (const g of groups(sources, pass, keep, x)) {
     const src = sources[g.si];
     const color = colorFor(g.impl, scheme);
     const symbol = symbolFor(g.impl);
-    const sorted = [...g.rows].sort((a, b) => a.N - b.N);
+    const sorted = [...g.rows].sort((a, b) => a[x] - b[x]);
     for (const kind of ["ok", "wrong"]) {
       const rows = sorted.filter((r) => r.status === kind);
       if (!rows.length) continue;
       const y = rows.map(V.y);
       const bars = iqrBars(rows, y, view);
       const bound = rows.map(cpuBound);
-      xs = xs.concat(rows.map((r) => r.N));
+      xs = xs.concat(rows.map((r) => r[x]));
       rows.forEach((r, i) => entries.push({ pass, run: src.label, row: r, value: y[i], best: bestSet.has(r), cpuBound: bound[i] }));
       const customdata = rows.map((r) => [
         r.impl, r.M, r.N, r.dtype, r.median_us, r.min_us, r.max_us, r.GBps, r.pct_of_ceiling, src.label,
@@ -139,8 +143,8 @@ export function panelTraces({ sources, pass, keep, view, scheme, ink }) {
       if (kind === "ok") {
         cpuBoundCount += bound.filter(Boolean).length;
         traces.push({
-          type: "scatter", mode: "lines+markers", uid: uid(pass, src.key, g.impl, g.dtype, g.M), name: g.name,
-          legendgroup: g.impl, meta: { kind: "measured", impl: g.impl }, x: rows.map((r) => r.N), y, error_y,
+          type: "scatter", mode: "lines+markers", uid: uid(pass, src.key, g.impl, g.dtype, x, g[otherDim(x)]), name: g.name,
+          legendgroup: g.impl, meta: { kind: "measured", impl: g.impl }, x: rows.map((r) => r[x]), y, error_y,
           line: { color, dash: DASHES[g.dashIndex % DASHES.length], width: 2 },
           marker: { color, symbol, size: bound.map((b) => (b ? 10 : 8)),
             line: { color: ink, width: bound.map((b) => (b ? 2 : 0)) } },
@@ -149,23 +153,23 @@ export function panelTraces({ sources, pass, keep, view, scheme, ink }) {
       } else {
         wrongCount += rows.length;
         traces.push({
-          type: "scatter", mode: "markers", uid: uid(pass, src.key, g.impl, g.dtype, g.M, "wrong"),
+          type: "scatter", mode: "markers", uid: uid(pass, src.key, g.impl, g.dtype, x, g[otherDim(x)], "wrong"),
           name: `${g.name} · wrong`, legendgroup: g.impl, meta: { kind: "wrong", impl: g.impl },
-          x: rows.map((r) => r.N), y, error_y: { ...error_y, visible: false },
+          x: rows.map((r) => r[x]), y, error_y: { ...error_y, visible: false },
           marker: { color, symbol: `${symbol}-open`, size: 11, line: { color, width: 2 } },
           customdata, hovertemplate,
         });
       }
     }
   }
-  const stars = [...best.values()].map((row) => ({ row, y: V.y(row), color: colorFor(row.impl, scheme) }));
+  const stars = [...best.values()].map((row) => ({ row, x: row[x], y: V.y(row), color: colorFor(row.impl, scheme) }));
   return { traces, xs, best: stars, entries, cpuBoundCount, wrongCount };
 }
 
 // ★ over each shape's best row (annotations take log10 coordinates on log axes).
 export function starAnnotations(best, { logY }) {
   return best.filter((b) => Number.isFinite(b.y) && b.y > 0).map((b) => ({
-    x: Math.log10(b.row.N), y: logY ? Math.log10(b.y) : b.y, xref: "x", yref: "y", text: "★", showarrow: false,
+    x: Math.log10(b.x ?? b.row.N), y: logY ? Math.log10(b.y) : b.y, xref: "x", yref: "y", text: "★", showarrow: false,
     yshift: 13, font: { size: 15, color: b.color }, name: `best|${b.row.impl}|${b.row.dtype}|${b.row.M}|${b.row.N}`,
     hovertext: `best at this shape: ${b.row.impl}`, captureevents: false,
   }));

@@ -11,8 +11,8 @@ import { modeBarConfig, untab, csvOfView, download, drawSerial } from "./chart_t
 import { chartTheme, onSchemeChange } from "./chart_theme.js";
 import { drawProfile, pickShape, profiledRows } from "./chart_profile.js";
 import { currentScheme } from "./palette.js";
-import { chartNotes, sourceLabel, sourcesSentence } from "./chart_labels.js";
-import { LEGEND_GAP_PX, guessLegendPx, legendBand, panelLayout } from "./chart_layout.js";
+import { altCaption, chartNotes, sourceLabel, sourcesSentence } from "./chart_labels.js";
+import { LEGEND_GAP_PX, LEGEND_ROW_PX, guessLegendPx, legendBand, panelLayout } from "./chart_layout.js";
 
 export { sourceLabel };
 
@@ -24,22 +24,29 @@ function fullestM(ms) {
 }
 
 export class Charts {
-  constructor({ fwd, bwd, sourcesLine, dtypeSelect, mSelect, logY, csvButton, pngButton, notes, profile, profileCaption }) {
+  constructor({ fwd, bwd, sourcesLine, dtypeSelect, mSelect, nSelect, xSelect, logY, csvButton, pngButton, notes, profile,
+    profileCaption }) {
     this.panels = { fwd, bwd };
     this.els = { logY, csvButton, pngButton, notes, profile, profileCaption };
     this.logY = Boolean(logY?.checked);
     this.profileShape = null; // {pass, dtype, M, N} picked by clicking a point
     this._entries = [];
     logY?.addEventListener("change", () => this.setLogY(logY.checked));
+    // The x axis: N (hidden size) or M (rows: inference's scans); the other dimension is then a filter.
+    this.xAxis = "N";
+    this.xSelect = xSelect;
+    xSelect?.addEventListener("change", () => this.setXAxis(xSelect.value));
     csvButton?.addEventListener("click", () => this.downloadCsv());
     pngButton?.addEventListener("click", () => this.downloadPng());
     onSchemeChange(() => this.render());
     this.sourcesLine = sourcesLine;
-    this.selects = { dtype: dtypeSelect, M: mSelect };
+    // Until the page has opened its first run (doneLoading): a loading line and no empty axes drawn.
+    this.loading = true;
+    this.selects = { dtype: dtypeSelect, M: mSelect, N: nSelect };
     this.view = "GBps";
     this.sources = []; // {key, label, header, rows, live}
-    this.picked = { dtype: null, M: null }; // the user's choice (a value or "all"); null: the default
-    this.filter = { dtype: ALL, M: ALL }; // what the last render showed
+    this.picked = { dtype: null, M: null, N: null }; // the user's choice (a value or "all"); null: the default
+    this.filter = { dtype: ALL, M: ALL, N: ALL }; // what the last render showed
     this._pending = false;
     for (const [dim, sel] of Object.entries(this.selects)) {
       sel?.addEventListener("change", () => this.setFilter(dim, sel.value));
@@ -56,10 +63,22 @@ export class Charts {
     }
   }
 
-  // dim: "dtype" or "M"; value: one of the values shown, or "all".
+  // dim: "dtype", "M" or "N"; value: one of the values shown, or "all".
   setFilter(dim, value) {
     if (!(dim in this.picked)) return;
-    this.picked[dim] = value === ALL || value == null ? ALL : dim === "M" ? Number(value) : String(value);
+    this.picked[dim] = value === ALL || value == null ? ALL : dim === "dtype" ? String(value) : Number(value);
+    const next = this._resolveFilter();
+    // A pick of what is drawn already (a URL naming the default) changes nothing: no second plotly draw.
+    if (this._drawn && ["dtype", "M", "N"].every((d) => next[d] === this.filter[d])) return this._syncSelects(next);
+    this.render();
+  }
+
+  // "N" or "M" along the x axis.
+  setXAxis(x) {
+    const next = x === "M" ? "M" : "N";
+    if (this.xSelect && this.xSelect.value !== next) this.xSelect.value = next;
+    if (next === this.xAxis) return;
+    this.xAxis = next;
     this.render();
   }
 
@@ -69,8 +88,11 @@ export class Charts {
     this.render();
   }
 
+  // A metric view (GB/s, %, latency) is drawn here; the speedup and run-vs-run views beside (views.js) only change
+  // the caption under the charts, which explains only what that view draws.
   setView(view) {
-    if (!VIEWS[view]) return;
+    this.altView = VIEWS[view] ? null : view;
+    if (this.altView) return this._describeSources(null);
     this.view = view;
     this.render();
   }
@@ -78,7 +100,7 @@ export class Charts {
   // A new live run replaces whatever was shown: the charts then fill in as its rows arrive.
   startLive(runId) {
     this.sources = [{ key: runId, label: "live run", header: null, rows: [], live: true }];
-    this.picked = { dtype: null, M: null };
+    this.picked = { dtype: null, M: null, N: null };
     this.scheduleRender();
   }
 
@@ -111,7 +133,7 @@ export class Charts {
     const src = { key, label, header: doc.run, rows: doc.rows ?? [], live: false, partial: doc.summary?.complete === false };
     if (!overlay) {
       this.sources = [src];
-      this.picked = { dtype: null, M: null };
+      this.picked = { dtype: null, M: null, N: null };
     } else this.sources = [...this.sources.filter((s) => s.key !== key), src];
     // Two runs of the same device and minute still need names of their own.
     const seen = new Map();
@@ -144,13 +166,25 @@ export class Charts {
   }
 
   _keep(r) {
-    const { dtype, M } = this.filter;
-    return (dtype === ALL || r.dtype === dtype) && (M === ALL || r.M === M);
+    const { dtype, M, N } = this.filter;
+    return (dtype === ALL || r.dtype === dtype) && (M === ALL || r.M === M) && (N == null || N === ALL || r.N === N);
   }
 
   clear() {
     this.sources = [];
     this.render();
+  }
+
+  // The page opened what it opens first (or found nothing to open): an empty state may now be drawn (a run opened
+  // is drawn already: drawing it again would cost a second full plotly draw of the first look).
+  doneLoading() {
+    this.loading = false;
+    if (!this.sources.length) this.render();
+  }
+
+  // plotly.js came in (it loads async): draw what was asked for before it could be drawn.
+  plotlyArrived() {
+    if (this._owed) this.render();
   }
 
   scheduleRender() {
@@ -178,11 +212,16 @@ export class Charts {
     };
     const dtype = pick("dtype", dtypes, () => firstLive?.dtype ?? dtypes[0]);
     const inDtype = rows.filter((r) => dtype === ALL || r.dtype === dtype).map((r) => r.M);
-    const M = pick("M", Ms, () => firstLive?.M ?? fullestM(inDtype.length ? inDtype : Ms));
-    return { dtypes, Ms, dtype, M };
+    // The dimension along x is never filtered; the other one is (M when x is N, as before; N when x is M).
+    const alongM = this.xAxis === "M";
+    const M = alongM ? ALL : pick("M", Ms, () => firstLive?.M ?? fullestM(inDtype.length ? inDtype : Ms));
+    const Ns = [...new Set(rows.map((r) => r.N))].sort((a, b) => a - b);
+    const inDtypeN = rows.filter((r) => dtype === ALL || r.dtype === dtype).map((r) => r.N);
+    const N = alongM ? pick("N", Ns, () => firstLive?.N ?? fullestM(inDtypeN.length ? inDtypeN : Ns)) : ALL;
+    return { dtypes, Ms, Ns, dtype, M, N };
   }
 
-  _syncSelects({ dtypes, Ms, dtype, M }) {
+  _syncSelects({ dtypes, Ms, Ns, dtype, M, N }) {
     const fill = (sel, values, chosen, text) => {
       if (!sel) return;
       const want = [ALL, ...values.map(String)];
@@ -195,21 +234,35 @@ export class Charts {
     };
     fill(this.selects.dtype, dtypes, dtype, (v) => v);
     fill(this.selects.M, Ms, M, (v) => v);
+    fill(this.selects.N, Ns ?? [], N ?? ALL, (v) => v);
+    // Only the filter of the dimension not along x is offered.
+    const alongM = this.xAxis === "M";
+    for (const [dim, hide] of [["M", alongM], ["N", !alongM]]) {
+      const sel = this.selects[dim];
+      if (!sel) continue;
+      sel.hidden = hide;
+      for (const label of sel.labels ?? []) label.hidden = hide;
+    }
   }
 
   render() {
     const Plotly = window.Plotly;
     const choice = this._resolveFilter();
-    this.filter = { dtype: choice.dtype, M: choice.M };
+    this.filter = { dtype: choice.dtype, M: choice.M, N: choice.N };
     this._syncSelects(choice);
     const scheme = currentScheme();
     const theme = chartTheme();
     const keep = (r) => this._keep(r);
     const built = Object.fromEntries(["fwd", "bwd"].map((pass) =>
-      [pass, panelTraces({ sources: this.sources, pass, keep, view: this.view, scheme, ink: theme.ink })]));
+      [pass, panelTraces({ sources: this.sources, pass, keep, view: this.view, scheme, ink: theme.ink, x: this.xAxis })]));
     this._entries = [...built.fwd.entries, ...built.bwd.entries];
     this._describeSources(built);
-    if (!Plotly) return;
+    const waiting = this.loading && !this.sources.length;
+    for (const el of Object.values(this.panels)) el.setAttribute("aria-busy", String(waiting));
+    if (waiting && this.sourcesLine) this.sourcesLine.textContent = "Loading the stored runs…";
+    this._owed = !Plotly && !waiting;
+    this._drawn = Boolean(Plotly) && !waiting;
+    if (!Plotly || waiting) return;
     for (const pass of ["fwd", "bwd"]) {
       const el = this.panels[pass];
       const { traces, xs, best } = built[pass];
@@ -220,10 +273,11 @@ export class Charts {
       const width = el.clientWidth || 600;
       this._widths.set(el, width);
       const bandKey = `${pass}|${width}|${data.length}`;
-      const legendPx = data.length ? this._legendPx.get(bandKey) ?? guessLegendPx(data, width) : 0;
-      const revision = `${this.view}|${this.logY}|${this.filter.dtype}|${this.filter.M}|${this.sources.map((s) => s.key).join(",")}`;
+      const legendPx = data.length ? this._legendPx.get(bandKey) ?? guessLegendPx(data, width - 76) : 0;
+      const revision = `${this.view}|${this.logY}|${this.xAxis}|${this.filter.dtype}|${this.filter.M}|${this.filter.N}|` +
+        this.sources.map((s) => s.key).join(",");
       const { layout, band } = panelLayout({ pass, view: this.view, logY: this.logY, width, traces, ceilings, xs, best, theme,
-        legendPx, revision });
+        legendPx, revision, x: this.xAxis });
       const measured = traces.filter((t) => t.meta.kind === "measured");
       const counts = { traces: String(measured.length), points: String(measured.reduce((n, t) => n + t.x.length, 0)),
         wrong: String(built[pass].wrongCount) };
@@ -233,8 +287,11 @@ export class Charts {
         this._hook(el);
         const drawn = el.querySelector(".legend .bg");
         const need = drawn ? Math.ceil(drawn.getBBox().height) + LEGEND_GAP_PX : 0;
-        this._legendPx.set(bandKey, need);
-        const relaid = data.length && Math.abs(need - legendPx) > 1 ? Plotly.relayout(el, legendBand(band, need)) : null;
+        // A second layout only when the band is short (the legend would be cut) or much too tall: a relayout costs
+        // 0.1-0.2 s of a busy 2-core machine on the first look (issue 35); a few spare pixels cost nothing.
+        const refit = data.length && (need > legendPx + 1 || legendPx - need > LEGEND_ROW_PX);
+        this._legendPx.set(bandKey, refit ? need : legendPx);
+        const relaid = refit ? Plotly.relayout(el, legendBand(band, need)) : null;
         untab(el);
         Object.assign(el.dataset, counts); // what the tests read: the counts of what is drawn now
         return Promise.all([plotted, relaid]);
@@ -284,7 +341,7 @@ export class Charts {
   }
 
   _describeSources(built) {
-    if (this.els.notes) this.els.notes.textContent = chartNotes(built, this._entries);
+    if (this.els.notes) this.els.notes.textContent = this.altView ? altCaption(this.altView) : chartNotes(built, this._entries);
     if (this.sourcesLine) this.sourcesLine.textContent = sourcesSentence(this.sources);
   }
 }

@@ -3,7 +3,8 @@
 // painter (dock_painters/: atomic = one door, workspace = a bay per truck then a 2nd pass, persistent = few
 // trucks with many rows, a default for the rest). The grid is the real one (GET /api/launch); the times are
 // the selected run's measured ones, at the shapes it measured (dock_data.js); the cost model
-// (dock_model.js) draws other shapes only when the user ticks "cost model for unmeasured shapes".
+// (dock_model.js) draws other shapes, and lanes the run did not measure, only when the user ticks "cost model for
+// unmeasured shapes" (never in place of a measured time).
 // The lanes are drawn and animated by dock_scene.js. Test hooks: window.dockState[impl] = {queueLength, frame,
 // timing, ...}; window.dockScene (dock_scene.js; the dock adds mValues, nValues and, through dock_controls.js,
 // dtype, runId, offered).
@@ -11,7 +12,7 @@
 import { getLaunch } from "./api.js";
 import { familyOf, painterFor, scheduleFor } from "./dock_painters/index.js";
 import { bestShape, chooseDtype, isGpuRun, lanesLacking, measuredShapes, measuredUs, nearestIndex, readUrlShape, writeUrlShape } from "./dock_data.js";
-import { renderPicker, showSource, timingSentence } from "./dock_controls.js";
+import { renderPicker, showLegend, showSource, timingSentence } from "./dock_controls.js";
 import { DockScene } from "./dock_scene.js";
 
 const POW2 = (lo, hi) => Array.from({ length: hi - lo + 1 }, (_, i) => 2 ** (lo + i));
@@ -21,7 +22,7 @@ const union = (a, b = []) => [...new Set([...a, ...b])].sort((x, y) => x - y);
 
 export class Dock {
   constructor(els) {
-    this.els = els; // {mode, m, mOut, n, nOut, sm, play, impls, lanes, timing, useModel, source, dtypeFilter}
+    this.els = els; // {mode, m, mOut, n, nOut, sm, play, impls, lanes, timing, useModel, source, dtypeFilter, legend}
     this.impls = [];
     this.hidden = new Set();
     this.measured = null; // the run document the dock uses
@@ -39,6 +40,7 @@ export class Dock {
     this.scene = new DockScene({ box: els.lanes, mode: () => this.mode,
       onFrame: () => this._filterValue() !== this._filter && this._refreshData() });
     this._wire();
+    showLegend(els.legend, this.mode);
     this._setShape(this.wantShape.M ?? 16384, this.wantShape.N ?? 4096);
     this._updatePlayButton();
     this._showSource();
@@ -64,6 +66,7 @@ export class Dock {
   _wire() {
     const { mode, m, n, sm, play, useModel } = this.els;
     mode.addEventListener("change", () => {
+      showLegend(this.els.legend, this.mode);
       this._renderPicker();
       this._refreshData();
     });

@@ -63,6 +63,19 @@ export function showSource(el, { measured, offered, dtypeChoice, useOffered, nam
   }
 }
 
+// The legend's words for the pass shown: the backward's trucks bring dγ to one dock; the forward's write y directly.
+export const LEGEND = {
+  bwd: ["Rows are ", ["carts"], ", thread blocks (programs) are ", ["trucks"], ", the dγ vector is the ", ["dock"], "."],
+  fwd: ["Forward: rows are ", ["carts"], ", thread blocks (programs) are ", ["trucks"], "; each truck normalises its rows and ",
+    "delivers y straight to its own place on the ", ["y bar"], ": no reduction across rows, so no truck waits for another."],
+};
+
+export function showLegend(el, mode) {
+  if (!el) return;
+  el.replaceChildren(...(LEGEND[mode] ?? LEGEND.bwd).map((part) =>
+    (Array.isArray(part) ? Object.assign(document.createElement("b"), { textContent: part[0] }) : part)));
+}
+
 export function timingSentence(schedules, { allMeasured, model, ratio, mode, M, N, smCount, dtype, run }) {
   if (!schedules.length) return "Pick at least one implementation to show.";
   const shape = `M=${M}, N=${N}, ${smCount} SMs`;
@@ -72,13 +85,17 @@ export function timingSentence(schedules, { allMeasured, model, ratio, mode, M, 
       `(slowest/fastest = ${ratio.toFixed(2)}×).`;
   }
   const missing = schedules.filter((s) => !s.measured).map((s) => s.impl.name).join(", ");
+  const have = schedules.filter((s) => s.measured).map((s) => s.impl.name).join(", ");
+  if (model && run && have) {
+    return `Measured ${mode} times (${dtype}) at ${shape} from the run on ${device} for ${have}; ${missing}: ` +
+      "illustrative times from a byte/atomic cost model (the run did not measure them here; cost model for unmeasured shapes is on).";
+  }
   if (model) {
     const why = run
       ? `the selected run has no ${mode} time in ${dtype} at ${shape} for ${missing} (cost model for unmeasured shapes is on)`
       : "no run is selected (open one under History, or finish a sweep)";
     return `Illustrative timing from a byte/atomic cost model at ${shape}: ${why}.`;
   }
-  const have = schedules.filter((s) => s.measured).map((s) => s.impl.name).join(", ");
   return `Measured ${mode} times (${dtype}) at ${shape} from the run on ${device}` + (have ? ` for ${have}` : "") +
     `; the run did not measure ${missing} there (tick "cost model for unmeasured shapes" to draw them from the model).`;
 }

@@ -3,6 +3,7 @@
 // draws on. The canvas carries a sentence for screen readers.
 
 import { colorFor } from "./palette.js";
+import { plural } from "./dock_painters/labels.js";
 
 export const LANE_HEIGHT = 216;
 
@@ -14,14 +15,14 @@ function label(cls, textValue = "") {
 }
 
 export function gridText(s) {
-  return `${s.programs} programs × ${s.rowsPerProgram} rows` +
-    (s.partialRows != null ? ` · ${s.partialRows} partial rows` : "") +
+  return `${plural(s.programs, "program")} × ${plural(s.rowsPerProgram, "row")}` +
+    (s.partialRows != null ? ` · ${plural(s.partialRows, "partial row")}` : "") +
     (s.occupancy ? ` · ${s.occupancy.sms} SMs × ${s.occupancy.perSm} per SM${s.occupancy.source}` : "") +
     (s.blocksPerTruck > 1 ? ` · 1 truck = ${s.blocksPerTruck.toFixed(s.blocksPerTruck % 1 ? 1 : 0)} blocks` : "");
 }
 
 export function laneSentence({ impl, schedule: s, painter }) {
-  const base = `${impl.name} (${impl.family}): ${s.programs} programs, ${s.rowsPerProgram} rows each`;
+  const base = `${impl.name} (${impl.family}): ${plural(s.programs, "program")}, ${plural(s.rowsPerProgram, "row")} each`;
   return base + (painter.sentence ? painter.sentence(s) : ".");
 }
 
@@ -48,13 +49,20 @@ export function makeLane(box, info) {
   const status = label("lane-status");
   const clock = label("lane-clock");
   foot.append(status, clock);
-  figure.append(head, canvas, foot);
+  const what = document.createElement("p"); // what to conclude from this lane (setLaneWhat)
+  what.className = "lane-what";
+  figure.append(head, canvas, foot, what);
   box.append(figure);
-  const lane = { ...info, figure, canvas, ctx: canvas.getContext("2d"), pos: new Map(), frame: 0, texts: { status, clock } };
+  const lane = { ...info, figure, canvas, ctx: canvas.getContext("2d"), pos: new Map(), frame: 0, texts: { status, clock, what } };
   const said = laneSentence(lane);
   canvas.setAttribute("aria-label", said);
   sentence.textContent = said;
   return lane;
+}
+
+// The lane's "what you see" line: what its picture and time say (dock_scene.js writes it once per show).
+export function setLaneWhat(lane, text) {
+  lane.texts.what.textContent = text;
 }
 
 // Set the lane's phase and clock lines (only when they change: they are rewritten every frame).

@@ -7,7 +7,8 @@ import { colorFor } from "./palette.js";
 import { phaseAt, stretchTo } from "./dock_model.js";
 import { geometry, paintGround, paintTrucks } from "./dock_painters/lane.js";
 import { fmtUs } from "./dock_painters/labels.js";
-import { LANE_HEIGHT, makeLane, setLaneTexts } from "./dock_lanes.js";
+import { LANE_HEIGHT, makeLane, setLaneTexts, setLaneWhat } from "./dock_lanes.js";
+import { dockTheme, onSchemeChange } from "./chart_theme.js";
 
 const HOLD_MS = 1500; // the finished picture stays this long before the loop starts again
 
@@ -26,6 +27,8 @@ export class DockScene {
     this.slowMs = 5000;
     this.msPerUs = 1;
     this.fastest = null;
+    this.theme = dockTheme(); // the canvas colours of the page's colour scheme (light or dark)
+    onSchemeChange(() => this._retheme());
     window.dockState = {};
     window.dockScene = { playing: this.playing, frame: 0, seekUs: (us) => this.seekUs(us) };
     new ResizeObserver(() => this.resize()).observe(box);
@@ -37,12 +40,12 @@ export class DockScene {
     window.dockScene.playing = this.playing;
   }
 
-  // schedules: [{impl, launch, measured, schedule, painter, dtype, runId}]; timing: "model" (the cost model's times),
-  // else each lane's measured time stretches its timetable ("measured") or it is not drawn ("unmeasured").
-  // Returns the ratio of the slowest lane's time to the fastest's.
+  // schedules: [{impl, launch, measured, schedule, painter, dtype, runId}]; a lane's measured time stretches its
+  // timetable ("measured"); a lane with none is drawn from the cost model's times when `model` ("model"), else not
+  // drawn ("unmeasured"). The model never replaces a measured time. Returns the slowest lane's time / the fastest's.
   show(schedules, { model }) {
     for (const s of schedules) {
-      s.timing = model ? "model" : s.measured ? "measured" : "unmeasured";
+      s.timing = s.measured ? "measured" : model ? "model" : "unmeasured";
       if (s.timing === "measured") s.schedule = stretchTo(s.schedule, s.measured.us);
     }
     const drawn = schedules.filter((s) => s.timing !== "unmeasured").map((s) => s.schedule.total);
@@ -56,7 +59,8 @@ export class DockScene {
     this.fastest = drawn.length ? fastest : null;
     this.box.replaceChildren();
     window.dockState = {};
-    this.lanes = schedules.map((info) => makeLane(this.box, info));
+    this.lanes = schedules.map((info) => Object.assign(makeLane(this.box, info), { theme: this.theme }));
+    for (const lane of this.lanes) setLaneWhat(lane, this._what(lane));
     this.resize();
     for (const lane of this.lanes) this._draw(lane, 0, true);
     this.clock = 0;
@@ -76,6 +80,31 @@ export class DockScene {
       lane.ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
       lane.pos.clear();
       if (!this.playing || lane.timing === "unmeasured") this._draw(lane, this._laneTime(lane, this.clock / this.msPerUs), true);
+    }
+  }
+
+  // "What you see": what the lane's picture shows, and where its time puts it among the lanes drawn.
+  _what(lane) {
+    if (lane.timing === "unmeasured") {
+      return "What you see: no lane: the selected run did not measure it at this shape (the cost model can draw it).";
+    }
+    const s = lane.schedule;
+    const drawn = this.lanes.filter((l) => l.timing !== "unmeasured");
+    const ratio = this.fastest ? s.total / this.fastest : 1;
+    const where = drawn.length < 2 ? ""
+      : ratio <= 1.0005 ? ` Here it is the fastest of the ${drawn.length} lanes`
+        : ` Here it takes ${ratio.toFixed(2)}× the fastest lane's time`;
+    const how = lane.timing === "model" ? " (cost model: illustrative)." : where ? " (measured)." : "";
+    return `What you see: ${lane.painter.what?.(s, lane) ?? "its blocks' work."}${where}${how}`;
+  }
+
+  // The system's colour scheme changed: the canvas colours and the lanes' names follow it.
+  _retheme() {
+    this.theme = dockTheme();
+    for (const lane of this.lanes) {
+      lane.theme = this.theme;
+      lane.figure.querySelector(".lane-name").style.color = colorFor(lane.impl.name);
+      this._draw(lane, this._laneTime(lane, this.clock / this.msPerUs), true);
     }
   }
 
@@ -139,7 +168,7 @@ export class DockScene {
       partialRows: s.partialRows, trucks: s.trucks.length, blocksPerTruck: s.blocksPerTruck, queueLength: q,
       maxQueueLength: s.maxQueueLength, frame: lane.frame, phase, progress: s.total ? t / s.total : 1, totalUs: s.total,
       modelUs: s.modelTotal, measuredUs: lane.measured?.us ?? null, timing: lane.timing, M: s.M, N: s.N, smCount: s.smCount,
-      dtype: lane.dtype, runId: lane.runId ?? null, labels: boxes, canvasW: g.W, canvasH: g.H,
+      dtype: lane.dtype, runId: lane.runId ?? null, labels: boxes, canvasW: g.W, canvasH: g.H, what: lane.texts.what.textContent,
     };
   }
 }

@@ -43,9 +43,10 @@ export class History {
     this.els.status.textContent = text;
   }
 
-  async refresh() {
+  // pending: a GET /api/runs already sent (the page's first requests go out together).
+  async refresh(pending = null) {
     try {
-      this.runs = await getRuns();
+      this.runs = await (pending ?? getRuns());
     } catch (err) {
       this._say(`Could not list the stored runs: ${err.message}`);
       return;

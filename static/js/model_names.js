@@ -20,17 +20,22 @@ export function nTicks(xs, powers) {
   return [...out].sort((a, b) => a - b);
 }
 
-// Tick texts: "4096 · Llama 3.1 8B" (the first model name; all of them are in the hover) where the slanted
-// label has room, the number alone where it would crowd the last named tick (2304 after 2048 at 600 px).
-export function tickLabels(ticks, text, pxPerOctave) {
-  let last = -Infinity;
-  return ticks.map((n) => {
-    const list = modelNames(n);
-    const x = Math.log2(n) * pxPerOctave;
-    if (!list.length || x - last < 40) return text(n);
-    last = x;
-    return `${text(n)} · ${list[0]}`;
-  });
+// Tick texts that never collide (issue 35: "2880 · GPT-OSS 20B" over "3K"): "4096 · Llama 3.1 8B" on a slanted
+// axis (the first model name; all of them are in the hover), the number alone on a level one. A label is kept when
+// the labels kept so far leave it room: slanted (parallel) labels 22 px apart along the axis, level ones half their
+// widths and a gap; the measured widths first (those with a model name before the others), then the powers of two.
+// A dropped label keeps its tick mark (text ""). drawn: the values plotted; pxPerOctave: the axis's scale.
+export function tickLabels(ticks, text, pxPerOctave, { drawn = new Set(ticks), slanted = true } = {}) {
+  const label = (n) => (slanted && modelNames(n).length ? `${text(n)} · ${modelNames(n)[0]}` : text(n));
+  const width = (n) => label(n).length * 7 + 8; // 12 px digits and letters
+  const x = (n) => Math.log2(n) * pxPerOctave;
+  const rank = (n) => (drawn.has(n) ? 2 : 0) + (modelNames(n).length ? 1 : 0);
+  const kept = [];
+  for (const n of [...ticks].sort((a, b) => rank(b) - rank(a) || a - b)) {
+    const room = (m) => Math.abs(x(n) - x(m)) >= (slanted ? 22 : (width(n) + width(m)) / 2);
+    if (kept.every(room)) kept.push(n);
+  }
+  return ticks.map((n) => (kept.includes(n) ? label(n) : ""));
 }
 
 // The hover's line: "N = 4096: Llama 3.1 8B, Mistral 7B, …".

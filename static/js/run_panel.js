@@ -281,3 +281,17 @@ export class RunPanel {
     while (tbody.rows.length > MAX_TABLE_ROWS) tbody.deleteRow(0);
   }
 }
+
+// On a phone (the one-column layout) of a CPU-only service, the stored GPU results are what a visitor came for: the
+// run panel folds to its title and a button, so the charts start on the first screen; one tap opens the form.
+export function foldOnPhone(panel, toggle, health, query = window.matchMedia?.("(max-width: 900px)")) {
+  if (!panel || !toggle || !health?.cpu_only || !query?.matches) return;
+  const set = (open) => {
+    panel.classList.toggle("folded", !open);
+    toggle.setAttribute("aria-expanded", String(open));
+    toggle.textContent = open ? "Hide the sweep form" : "Show the sweep form";
+  };
+  panel.classList.add("foldable");
+  set(false);
+  toggle.addEventListener("click", () => set(panel.classList.contains("folded")));
+}

@@ -1,12 +1,13 @@
 // The view in the URL's query string (issue 17), so a view can be shared and bookmarked:
-//   runs=ID,ID  view=GBps|pct|latency|speedup|step|diff|trend  dtype=…  M=…  baseline=…  table=ID  sort=col.dir
+//   runs=ID,ID  view=GBps|pct|latency|speedup|step|diff|trend  dtype=…  M=…  N=… (the filter when x=M)  x=M (the
+//   charts' x axis; absent: N)  logy=1 (a log y axis)  baseline=…  table=ID  sort=col.dir
 //   base=ID new=ID (the run-vs-run view)  dockM=… dockN=… (the loading dock's shape: the dock reads them;
 //   this module only keeps them and writes the dock's shown shape)
 // Parameters this module does not know are kept as they are. Changes use history.replaceState (no new entry).
 
 const LIST = new Set(["runs"]);
-export const KEYS = ["runs", "view", "dtype", "M", "baseline", "table", "sort", "base", "new", "dockM", "dockN",
-  "pairs", "trendDevice", "trendTiming"]; // issue 35: the fwd+bwd view's pairs, the trends view's device and timing
+export const KEYS = ["runs", "view", "dtype", "M", "N", "x", "logy", "baseline", "table", "sort", "base", "new", "dockM",
+  "dockN", "pairs", "trendDevice", "trendTiming"]; // the fwd+bwd view's pairs, the trends view's device and timing
 
 export function readUrlState(search = window.location.search) {
   const q = new URLSearchParams(search);

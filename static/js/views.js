@@ -46,7 +46,8 @@ export class Views {
       this.tableRun = els.tableRun.value;
       this.changed();
     });
-    for (const sel of [document.getElementById("chart-dtype"), document.getElementById("chart-m")]) {
+    const chartControls = ["chart-dtype", "chart-m", "chart-n", "chart-x", "chart-logy"].map((id) => document.getElementById(id));
+    for (const sel of chartControls) {
       sel?.addEventListener("change", () => this.changed());
     }
   }
@@ -178,6 +179,7 @@ export class Views {
     return {
       runs: this.charts.sources.map((s) => String(s.key)),
       view: this.view, dtype: f.dtype ?? null, M: f.M ?? null,
+      N: this.charts.xAxis === "M" ? f.N ?? null : null, x: this.charts.xAxis === "M" ? "M" : null, logy: this.charts.logY ? "1" : null,
       baseline: this.baseline && this.baseline === this.resolvedBaseline() ? this.baseline : null, table: this.tableRun, sort: this.table.sort ? `${this.table.sort.column}.${this.table.sort.dir}` : null,
       ...this.diff.state(), ...this.step.state(), ...this.trend.state(),
     };
@@ -194,8 +196,11 @@ export class Views {
     this.diff.apply(state);
     this.step.apply(state);
     this.trend.apply(state);
+    if (state.x) this.charts.setXAxis(state.x);
+    if (state.logy === "1") this.charts.setLogY(true);
     if (state.dtype) this.charts.setFilter("dtype", state.dtype);
     if (state.M) this.charts.setFilter("M", state.M);
+    if (state.N) this.charts.setFilter("N", state.N);
     const radio = state.view && document.querySelector(`input[name="view"][value="${CSS.escape(state.view)}"]`);
     if (radio) {
       radio.checked = true;

@@ -120,9 +120,10 @@ def test_the_sweeps_verify_profile_and_baseline_reach_the_worker(client, finishe
 
 
 def test_stream_lines_in_order(client):
-    with client.stream("POST", "/benchmark", json=TINY_SWEEP) as response:
+    with client.stream("POST", "/benchmark", json=TINY_SWEEP, headers={"Accept-Encoding": "gzip"}) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("application/x-ndjson")
+        assert "content-encoding" not in response.headers  # issue 35: the rows stream uncompressed, as measured
         stream = read_stream(response)
     kinds = [line["type"] for _, line in stream]
     assert kinds[0] == "queued" and stream[0][1]["position"] == 0 and stream[0][1]["device"] == "cpu:0"
@@ -256,11 +257,33 @@ def test_restart_keeps_runs_and_imports_results_dir(client, settings, finished_r
         assert any("broken.json" in r for r in service.import_report["rejected"])
 
 
-def test_plotly_is_served_locally(client):
-    response = client.get("/static/vendor/plotly.min.js")
-    assert response.status_code == 200
-    assert "javascript" in response.headers["content-type"]
-    assert len(response.content) > 1_000_000 and b"plotly" in response.content[:2000].lower()
+def test_plotly_is_served_locally_compressed(client):
+    """Issue 35: the vendored partial bundle (scatter + bar), gzip-compressed for a client that accepts it, plain for
+    one that does not; the page's template names that file."""
+    import gzip
+
+    from app.main import PLOTLY_JS
+
+    raw = client.get(f"/static/vendor/{PLOTLY_JS}", headers={"Accept-Encoding": "identity"})
+    assert raw.status_code == 200 and "javascript" in raw.headers["content-type"]
+    assert "content-encoding" not in raw.headers
+    assert 500_000 < len(raw.content) < 2_000_000, "not the basic partial bundle (the full plotly.js is 4.8 MB)"
+    assert b"plotly.js (basic" in raw.content[:400]
+    packed = client.get(f"/static/vendor/{PLOTLY_JS}", headers={"Accept-Encoding": "gzip, deflate, br"})
+    assert packed.headers["content-encoding"] == "gzip" and "Accept-Encoding" in packed.headers["vary"]
+    assert int(packed.headers["content-length"]) < len(raw.content) / 2
+    assert packed.content == raw.content  # httpx decoded it: the same bytes
+    assert PLOTLY_JS in client.get("/").text
+
+
+def test_json_and_page_assets_are_compressed_the_stream_is_not(client):
+    """JSON answers and the page's own JS / CSS go out gzip-compressed to a client that accepts it, not to one that
+    does not (the NDJSON stream never: test_stream_lines_in_order)."""
+    for path in ("/api/implementations", "/static/js/charts.js", "/static/css/app.css", "/"):
+        response = client.get(path, headers={"Accept-Encoding": "gzip"})
+        assert response.status_code == 200, path
+        assert response.headers.get("content-encoding") == "gzip", path
+    assert "content-encoding" not in client.get("/api/health", headers={"Accept-Encoding": "identity"}).headers
 
 
 def test_openapi_and_docs(client):

@@ -116,7 +116,9 @@ def test_lane_labels_state_the_real_grid_and_the_pictures_differ(make_page, serv
     for name in DRAWN:
         text = page.locator(f'#dock-lanes figure[data-impl="{name}"] .lane-grid').inner_text()
         g = grid[name]
-        assert text.startswith(f"{g['programs']} programs × {g['rows_per_program']} rows · {g['partial_rows']} partial rows"), text
+        n = lambda count, noun: f"{count} {noun}" + ("" if count == 1 else "s")  # noqa: E731 (issue 35: "1 row")
+        want = f"{n(g['programs'], 'program')} × {n(g['rows_per_program'], 'row')} · {n(g['partial_rows'], 'partial row')}"
+        assert text.startswith(want), text
         assert state[name]["kind"] == name.removeprefix("triton-")
     page.click("#dock-play")  # pause, then show one moment in every lane
     fastest = min(s["totalUs"] for s in state.values())

@@ -77,6 +77,9 @@ def test_narrow_screen_and_labelled_controls(make_page, shot):
             .map((el) => el.outerHTML.slice(0, 120))"""
     )
     assert unnamed == [], unnamed
+    # On this CPU-only service the form is folded on a phone (issue 35): one tap opens it, then Tab reaches Start.
+    if page.locator("#run-toggle").is_visible():
+        page.click("#run-toggle")
     # Tab reaches the Start button.
     for _ in range(80):
         page.keyboard.press("Tab")
@@ -85,3 +88,25 @@ def test_narrow_screen_and_labelled_controls(make_page, shot):
     else:
         pytest.fail("Start is not reachable with the keyboard")
     shot(page, "narrow-390.png")
+
+
+def test_phone_of_a_cpu_only_service_shows_results_first(make_page, server):
+    """Issue 35: on a 390x844 phone of a CPU-only service the results start on the first screen (they were 1,332 px
+    down, under the sweep form); the form is one tap away; a wide screen keeps the form open beside the charts."""
+    assert server.get("/api/health")["cpu_only"]
+    page = make_page(width=390, height=844)
+    top = lambda sel: page.evaluate(f"document.querySelector('{sel}').getBoundingClientRect().top + scrollY")  # noqa: E731
+    assert top("#charts") < 844 / 2, top("#charts")
+    assert top("#chart-fwd") < 844, top("#chart-fwd")
+    toggle = page.locator("#run-toggle")
+    assert toggle.is_visible() and toggle.get_attribute("aria-expanded") == "false"
+    assert not page.locator("#sweep-form").is_visible() and not page.locator("#start").is_visible()
+    toggle.click()
+    assert page.locator("#sweep-form").is_visible() and page.locator("#start").is_visible()
+    assert toggle.get_attribute("aria-expanded") == "true"
+    toggle.click()
+    assert not page.locator("#sweep-form").is_visible()
+
+    wide = make_page(width=1440, height=900)
+    assert not wide.locator("#run-toggle").is_visible()
+    assert wide.locator("#sweep-form").is_visible() and wide.locator("#start").is_visible()

@@ -73,4 +73,5 @@ def test_the_repository_copy_is_looked_for_under_static_vendor():
     from pathlib import Path
 
     repo = Path(__file__).resolve().parents[2]
-    assert plot.REPO_PLOTLY_JS == repo / "static" / "vendor" / "plotly.min.js"
+    assert plot.REPO_PLOTLY_JS == repo / "static" / "vendor" / "plotly-basic.min.js"
+    assert plot.REPO_PLOTLY_JS.is_file(), "the vendored bundle is committed (issue 35): the GPU image has no plotly package"

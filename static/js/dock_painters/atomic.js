@@ -3,7 +3,7 @@
 
 import { queueLength, waitingTrucks } from "../dock_model.js";
 import { delivered, paintDockBar } from "./lane.js";
-import { text } from "./labels.js";
+import { plural, text } from "./labels.js";
 
 // j = 0 is the truck at the door; the rest wait in a snaking line behind it, as at an airport:
 // row 0 leads into the door, the next rows alternate below and above it.
@@ -28,9 +28,9 @@ export default {
 
   paint(ctx, lane, g, t, color, boxes) {
     paintDockBar(ctx, g, delivered(lane.schedule, t), color, "dγ", boxes);
-    ctx.fillStyle = "#f2a900";
+    ctx.fillStyle = g.c.door;
     ctx.fillRect(g.dockX - 4, g.mid - g.th / 2 - 3, 4, g.th + 6); // the one door
-    text(ctx, "1 door", g.dockX - 6, g.top + 10, { size: 10, align: "right", color: "#8a6d00", boxes, name: "door" });
+    text(ctx, "1 door", g.dockX - 6, g.top + 10, { size: 10, align: "right", color: g.c.doorInk, boxes, name: "door" });
   },
 
   // The waiting line, in the order the trucks will get the door.
@@ -47,10 +47,15 @@ export default {
   },
 
   status(s, t) {
-    return ` · queue ${queueLength(s, t)} blocks (max ${s.maxQueueLength})`;
+    return ` · queue ${plural(queueLength(s, t), "block")} (max ${s.maxQueueLength})`;
   },
 
   sentence(s) {
-    return `; all queue at one dock, up to ${s.maxQueueLength} blocks waiting.`;
+    return `; all queue at one dock, up to ${plural(s.maxQueueLength, "block")} waiting.`;
+  },
+
+  what(s) {
+    return `every block adds its rows' dγ into one fp32 vector with atomics, so they wait in one line at its door ` +
+      `(up to ${s.maxQueueLength} at once): the more blocks (larger M), the longer the line.`;
   },
 };

@@ -12,4 +12,6 @@ export default {
   destination(lane, g, tr, t, extra, park) {
     return { x: g.W * 0.74 - g.tw - 4, y: park.y };
   },
+  what: () => "each block normalises its own rows and writes y; no row needs another's, so nothing waits: " +
+    "the time is the bytes moved (x read, y written) and the launch.",
 };

@@ -3,6 +3,9 @@
 
 export const FONT = 'system-ui, -apple-system, "Segoe UI", sans-serif';
 
+// "1 row", "2 rows": a count and its noun.
+export const plural = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
 export const fmtUs = (us) => (us >= 1000 ? `${(us / 1000).toFixed(2)} ms` : `${us.toFixed(us < 10 ? 2 : 1)} µs`);
 
 // Draw `text` at (x, y) (alphabetic baseline); returns the box it covers {x, y, w, h} in CSS pixels.

@@ -2,6 +2,7 @@
 // movement from their parking place to where the painter sends them, the dock bar, and one truck.
 
 import { text } from "./labels.js";
+import { DOCK_LIGHT } from "../chart_theme.js";
 
 export const clamp01 = (v) => Math.max(0, Math.min(1, v));
 export const lerp = (a, b, f) => a + (b - a) * f;
@@ -11,6 +12,7 @@ export const unloaded = (tr, t) => frac(t, tr.unloadStart, tr.unloadEnd);
 // Share of the work unloaded at the dock (or its bays) by time t, over all trucks.
 export const delivered = (s, t) => s.trucks.reduce((a, tr) => a + unloaded(tr, t), 0) / s.trucks.length;
 
+// g.c: the canvas colours (lane.theme, from the page's colour scheme; the light ones without it).
 export function geometry(lane, { top = 44, bottomPad = 26 } = {}) {
   const W = lane.w ?? 400;
   const H = lane.h ?? 260;
@@ -20,7 +22,7 @@ export function geometry(lane, { top = 44, bottomPad = 26 } = {}) {
   const rows = Math.max(1, Math.floor((bottom - top) / (th + 3)));
   const dockW = Math.max(14, W * 0.045);
   return {
-    W, H, top, bottom, mid: (top + bottom) / 2, tw, th, rows,
+    W, H, top, bottom, mid: (top + bottom) / 2, tw, th, rows, c: lane.theme ?? DOCK_LIGHT,
     yard: [8, W * 0.17], park: [W * 0.2, W * 0.42], bayX: W * 0.7, dockX: W - 8 - dockW, dockW,
   };
 }
@@ -39,28 +41,28 @@ export function parkPos(g, i, count) {
 // ones fade as the trucks load them.
 export function paintGround(ctx, g, s, t) {
   ctx.clearRect(0, 0, g.W, g.H);
-  ctx.fillStyle = "#fbfaf6";
+  ctx.fillStyle = g.c.bg;
   ctx.fillRect(0, 0, g.W, g.H);
-  ctx.fillStyle = "#ecebe4";
+  ctx.fillStyle = g.c.road;
   ctx.fillRect(g.park[0] - 4, g.top - 4, g.dockX - g.park[0] + 4, g.bottom - g.top + 8);
   const picked = s.trucks.reduce((a, tr) => a + loaded(tr, t), 0) / s.trucks.length;
   const carts = Math.min(s.M, 60);
   const cw = Math.min(10, (g.yard[1] - g.yard[0]) / Math.max(1, Math.ceil(carts / 10)) - 3);
   const ch = Math.min(8, (g.bottom - g.top) / 10 - 3);
   for (let j = 0; j < carts; j++) {
-    ctx.fillStyle = j < picked * carts ? "#e2e0d8" : "#8d8a7e";
+    ctx.fillStyle = j < picked * carts ? g.c.cartDone : g.c.cart;
     ctx.fillRect(g.yard[0] + Math.floor(j / 10) * (cw + 3), g.top + (j % 10) * (ch + 3), cw, ch);
   }
 }
 
 // The dock: the dγ vector (or y, forward), filling as it is written.
 export function paintDockBar(ctx, g, fill, color, label, boxes) {
-  ctx.fillStyle = "#3c4048";
+  ctx.fillStyle = g.c.bar;
   ctx.fillRect(g.dockX, g.top, g.dockW, g.bottom - g.top);
   ctx.fillStyle = color;
   const fh = (g.bottom - g.top - 4) * fill;
   ctx.fillRect(g.dockX + 2, g.bottom - 2 - fh, g.dockW - 4, fh);
-  text(ctx, label, g.dockX + g.dockW / 2, g.top - 4, { size: 11, bold: true, align: "center", color: "#333", boxes, name: "dock" });
+  text(ctx, label, g.dockX + g.dockW / 2, g.top - 4, { size: 11, bold: true, align: "center", color: g.c.ink, boxes, name: "dock" });
 }
 
 // From the parking place to `dest`, smoothly, between loading's end and the arrival.
@@ -87,21 +89,21 @@ export function paintTrucks(ctx, lane, g, t, { snap, dt, color, painter, extra }
     const fade = t > tr.unloadEnd ? clamp01(1 - (t - tr.unloadEnd) / (0.04 * s.total + 1e-9)) : 1;
     if (fade <= 0 || t >= s.total) continue;
     const load = t < tr.unloadStart ? loaded(tr, t) : 1 - unloaded(tr, t);
-    truck(ctx, p.x, p.y, g.tw, g.th, color, load, fade * (t < tr.loadStart ? 0.45 : 1));
+    truck(ctx, p.x, p.y, g.tw, g.th, color, load, fade * (t < tr.loadStart ? 0.45 : 1), g.c);
   }
 }
 
-export function truck(ctx, x, y, w, h, color, load, alpha) {
+export function truck(ctx, x, y, w, h, color, load, alpha, c = DOCK_LIGHT) {
   ctx.globalAlpha = alpha;
   const body = w * 0.72;
-  ctx.fillStyle = "#ffffff";
+  ctx.fillStyle = c.truck;
   ctx.fillRect(x, y, body, h);
   ctx.fillStyle = color;
   ctx.fillRect(x, y + h * (1 - load), body, h * load); // the cargo
   ctx.strokeStyle = color;
   ctx.lineWidth = 1;
   ctx.strokeRect(x + 0.5, y + 0.5, body - 1, h - 1);
-  ctx.fillStyle = "#3c4048";
+  ctx.fillStyle = c.cab;
   ctx.fillRect(x + body + 1, y + h * 0.25, w - body - 1, h * 0.75); // the cab
   ctx.globalAlpha = 1;
 }

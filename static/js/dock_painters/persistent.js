@@ -2,6 +2,7 @@
 // to the yard, carrying many rows with a running load; one delivery each to a small consolidation (bays).
 
 import { bayDestination, baySentence, paintBays } from "./workspace.js";
+import { plural } from "./labels.js";
 
 export default {
   kind: "persistent",
@@ -19,4 +20,6 @@ export default {
 
   destination: bayDestination,
   sentence: baySentence,
+  what: (s) => `only ${plural(s.programs, "program")}, all resident, each sweep ${plural(s.rowsPerProgram, "row")} keeping ` +
+    `its dγ sum in registers: no queue, and the second pass sums just ${plural(s.partialRows, "partial row")}.`,
 };

@@ -3,6 +3,7 @@
 // persistent family (bayPos, paintBays).
 
 import { frac, lerp, paintDockBar, unloaded } from "./lane.js";
+import { plural } from "./labels.js";
 
 export function bayPos(g, b, bays) {
   const h = Math.min(g.th + 3, (g.bottom - g.top) / bays);
@@ -11,7 +12,7 @@ export function bayPos(g, b, bays) {
 
 // One bay (partial row), its outline and the share `filled` of it holding partial sums.
 export function paintBay(ctx, g, bay, filled, color) {
-  ctx.strokeStyle = "#9a978c";
+  ctx.strokeStyle = g.c.bay;
   ctx.strokeRect(bay.x, bay.y + 0.5, g.tw * 0.9, Math.max(1, bay.h - 1));
   ctx.fillStyle = color;
   ctx.globalAlpha = 0.85;
@@ -44,7 +45,7 @@ export function bayDestination(lane, g, tr) {
   return { x: bay.x - g.tw - 3, y: bay.y + (bay.h - g.th) / 2 };
 }
 
-export const baySentence = (s) => `; ${s.partialRows} partial rows, consolidated in a second pass.`;
+export const baySentence = (s) => `; ${plural(s.partialRows, "partial row")}, consolidated in a second pass.`;
 
 export default {
   kind: "workspace",
@@ -53,4 +54,6 @@ export default {
   paint: paintBays,
   destination: bayDestination,
   sentence: baySentence,
+  what: (s) => `every block writes its partial dγ row to its own bay at once (no waiting), then a second pass sums ` +
+    `the ${plural(s.partialRows, "partial row")}: it pays that extra write and read instead of a queue.`,
 };
