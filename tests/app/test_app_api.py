@@ -260,7 +260,6 @@ def test_restart_keeps_runs_and_imports_results_dir(client, settings, finished_r
 def test_plotly_is_served_locally_compressed(client):
     """Issue 35: the vendored partial bundle (scatter + bar), gzip-compressed for a client that accepts it, plain for
     one that does not; the page's template names that file."""
-    import gzip
 
     from app.main import PLOTLY_JS
 
