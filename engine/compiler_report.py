@@ -63,7 +63,7 @@ def persistent_backward_resources(n: int, config=None, m: int = 16384) -> Resour
     stages = pipeline_stages(config, n, 2)
     return compiled_resources(rmsnorm_bwd_persistent_kernel, BACKWARD_SIGNATURE,
                               {"ROWS": config.rows, "NUM_STAGES": stages, "RELOAD_W": config.reload_weight,
-                               "USE_PDL": True, **row_layout(config, n).constants()}, config.num_warps, stages)
+                               "USE_PDL": True, "ROW": row_layout(config, n).layout()}, config.num_warps, stages)
 
 
 def main() -> int:

@@ -53,10 +53,10 @@ class Segments(NamedTuple):
         ends = (self.w0, self.w0 + self.w1, self.padded)
         return tuple(bool(w) and end > self.n for w, end in zip((self.w0, self.w1, self.w2), ends))
 
-    def constants(self) -> dict:
-        """The kernels' constexpr arguments W0, W1, W2, MASK0, MASK1, MASK2."""
-        m0, m1, m2 = self.masks
-        return {"W0": self.w0, "W1": self.w1, "W2": self.w2, "MASK0": m0, "MASK1": m1, "MASK2": m2}
+    def layout(self) -> tuple:
+        """The kernels' one constexpr ``ROW``: (w0, w1, w2, masked0, masked1, masked2). The helpers below take it
+        with a segment index K: segment K spans columns w0·[K > 0] + w1·[K > 1] … + its width."""
+        return (self.w0, self.w1, self.w2, *self.masks)
 
 
 @functools.lru_cache(maxsize=None)
@@ -80,11 +80,13 @@ def row_segments(n: int, max_segments: int = 3) -> Segments:
 
 
 @triton.jit
-def load_segment(PTR, rows, M, N, stride, OFF: tl.constexpr, W: tl.constexpr, MASKED: tl.constexpr):
-    """Columns OFF … OFF+W of the given rows as fp32 [ROWS, W] (zeros outside the matrix). Only a segment
-    that runs past N (``MASKED``) carries a column mask."""
+def load_segment(PTR, rows, M, N, stride, ROW: tl.constexpr, K: tl.constexpr):
+    """Segment K of the given rows (`Segments.layout` ``ROW``) as fp32 [ROWS, width] (zeros outside the matrix).
+    Only a segment that runs past N carries a column mask."""
+    OFF: tl.constexpr = ROW[0] * (K > 0) + ROW[1] * (K > 1)
+    W: tl.constexpr = ROW[K]
     cols = OFF + tl.arange(0, W)
-    if MASKED:
+    if ROW[3 + K]:
         mask = (rows < M)[:, None] & (cols < N)[None, :]
     else:
         mask = (rows < M)[:, None]
@@ -92,9 +94,11 @@ def load_segment(PTR, rows, M, N, stride, OFF: tl.constexpr, W: tl.constexpr, MA
 
 
 @triton.jit
-def store_segment(PTR, value, rows, M, N, stride, OFF: tl.constexpr, W: tl.constexpr, MASKED: tl.constexpr):
+def store_segment(PTR, value, rows, M, N, stride, ROW: tl.constexpr, K: tl.constexpr):
+    OFF: tl.constexpr = ROW[0] * (K > 0) + ROW[1] * (K > 1)
+    W: tl.constexpr = ROW[K]
     cols = OFF + tl.arange(0, W)
-    if MASKED:
+    if ROW[3 + K]:
         mask = (rows < M)[:, None] & (cols < N)[None, :]
     else:
         mask = (rows < M)[:, None]
@@ -102,18 +106,22 @@ def store_segment(PTR, value, rows, M, N, stride, OFF: tl.constexpr, W: tl.const
 
 
 @triton.jit
-def load_vector(PTR, N, OFF: tl.constexpr, W: tl.constexpr, MASKED: tl.constexpr):
-    """γ (or any [N] vector) over one segment, fp32 [W]."""
+def load_vector(PTR, N, ROW: tl.constexpr, K: tl.constexpr):
+    """γ (or any [N] vector) over segment K, fp32 [width]."""
+    OFF: tl.constexpr = ROW[0] * (K > 0) + ROW[1] * (K > 1)
+    W: tl.constexpr = ROW[K]
     cols = OFF + tl.arange(0, W)
-    if MASKED:
+    if ROW[3 + K]:
         return tl.load(PTR + cols, mask=cols < N, other=0.0).to(tl.float32)
     return tl.load(PTR + cols).to(tl.float32)
 
 
 @triton.jit
-def store_vector(PTR, value, N, OFF: tl.constexpr, W: tl.constexpr, MASKED: tl.constexpr):
+def store_vector(PTR, value, N, ROW: tl.constexpr, K: tl.constexpr):
+    OFF: tl.constexpr = ROW[0] * (K > 0) + ROW[1] * (K > 1)
+    W: tl.constexpr = ROW[K]
     cols = OFF + tl.arange(0, W)
-    if MASKED:
+    if ROW[3 + K]:
         tl.store(PTR + cols, value.to(PTR.dtype.element_ty), mask=cols < N)
     else:
         tl.store(PTR + cols, value.to(PTR.dtype.element_ty))

@@ -27,47 +27,37 @@ from rmsnorm_kernels.kernel_config import ForwardConfig, config_for
 from rmsnorm_kernels.launch_plans import PlanCache
 from rmsnorm_kernels.limits import MAX_N
 from rmsnorm_kernels.poison import new_output
-from rmsnorm_kernels.segments import Segments, load_segment, next_power_of_two, row_segments
+from rmsnorm_kernels.segments import (Segments, load_segment, load_vector, next_power_of_two, row_segments,
+                                      store_segment)
 from rmsnorm_kernels.triton_mode import arch
 from rmsnorm_kernels.validation import validate_rmsnorm_inputs
 
 
 @triton.jit
-def normalize_row_segment(x, W, Y, rows, M, N, stride_y, rstd, OFF: tl.constexpr, W_: tl.constexpr,
-                          MASKED: tl.constexpr):
-    """Store y = x·rstd·γ for one segment of ``rows`` (x: its fp32 [ROWS, W_] values, still in registers)."""
-    cols = OFF + tl.arange(0, W_)
-    if MASKED:
-        w = tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)
-        mask = (rows < M)[:, None] & (cols < N)[None, :]
-    else:
-        w = tl.load(W + cols).to(tl.float32)
-        mask = (rows < M)[:, None]
-    y = x * rstd[:, None] * w[None, :]
-    tl.store(Y + rows.to(tl.int64)[:, None] * stride_y + cols[None, :], y.to(Y.dtype.element_ty), mask=mask)
+def normalize_row_segment(x, W, Y, rows, M, N, stride_y, rstd, ROW: tl.constexpr, K: tl.constexpr):
+    """Store y = x·rstd·γ for segment K of ``rows`` (x: its fp32 values, still in registers)."""
+    store_segment(Y, x * rstd[:, None] * load_vector(W, N, ROW, K)[None, :], rows, M, N, stride_y, ROW, K)
 
 
 @triton.jit
-def rmsnorm_fwd_rows_kernel(X, W, Y, RSTD, M, stride_x, stride_y, N, eps, ROWS: tl.constexpr,
-                            W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr, MASK0: tl.constexpr,
-                            MASK1: tl.constexpr, MASK2: tl.constexpr):
+def rmsnorm_fwd_rows_kernel(X, W, Y, RSTD, M, stride_x, stride_y, N, eps, ROWS: tl.constexpr, ROW: tl.constexpr):
     """ROWS rows per program (ROWS = 1: one row per program), each row as up to three power-of-two segments
-    (`rmsnorm_kernels.segments.row_segments`), so no lane is spent on a padded block."""
+    (``ROW``: `rmsnorm_kernels.segments.Segments.layout`), so no lane is spent on a padded block."""
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-    x0 = load_segment(X, rows, M, N, stride_x, 0, W0, MASK0)
+    x0 = load_segment(X, rows, M, N, stride_x, ROW, 0)
     squares = tl.sum(x0 * x0, axis=1)
-    if W1 > 0:
-        x1 = load_segment(X, rows, M, N, stride_x, W0, W1, MASK1)
+    if ROW[1] > 0:
+        x1 = load_segment(X, rows, M, N, stride_x, ROW, 1)
         squares += tl.sum(x1 * x1, axis=1)
-    if W2 > 0:
-        x2 = load_segment(X, rows, M, N, stride_x, W0 + W1, W2, MASK2)
+    if ROW[2] > 0:
+        x2 = load_segment(X, rows, M, N, stride_x, ROW, 2)
         squares += tl.sum(x2 * x2, axis=1)
     rstd = tl.rsqrt(squares / N + eps)
-    normalize_row_segment(x0, W, Y, rows, M, N, stride_y, rstd, 0, W0, MASK0)
-    if W1 > 0:
-        normalize_row_segment(x1, W, Y, rows, M, N, stride_y, rstd, W0, W1, MASK1)
-    if W2 > 0:
-        normalize_row_segment(x2, W, Y, rows, M, N, stride_y, rstd, W0 + W1, W2, MASK2)
+    normalize_row_segment(x0, W, Y, rows, M, N, stride_y, rstd, ROW, 0)
+    if ROW[1] > 0:
+        normalize_row_segment(x1, W, Y, rows, M, N, stride_y, rstd, ROW, 1)
+    if ROW[2] > 0:
+        normalize_row_segment(x2, W, Y, rows, M, N, stride_y, rstd, ROW, 2)
     tl.store(RSTD + rows, rstd, mask=rows < M)
 
 
@@ -175,5 +165,5 @@ def _forward(x, weight, eps, config):
         segments = Segments(next_power_of_two(n), 0, 0, n) if config.padded else row_segments(n)
         fast(rmsnorm_fwd_rows_kernel)[(-(-m // config.rows),)](
             x2d, w, y2d, rstd, m, x2d.stride(0), y2d.stride(0), n, eps, ROWS=config.rows,
-            num_warps=config.num_warps, **segments.constants())
+            num_warps=config.num_warps, ROW=segments.layout())
     return (y2d if x.dim() == 2 else y2d.view(x.shape)), x2d, rstd

@@ -26,9 +26,10 @@ from rmsnorm_kernels.triton_mode import dependent_launch, dependent_launch_optio
 
 
 @triton.jit
-def atomic_add_segment(ACC, value, N, OFF: tl.constexpr, W: tl.constexpr, MASKED: tl.constexpr):
-    cols = OFF + tl.arange(0, W)
-    if MASKED:
+def atomic_add_segment(ACC, value, N, ROW: tl.constexpr, K: tl.constexpr):
+    OFF: tl.constexpr = ROW[0] * (K > 0) + ROW[1] * (K > 1)
+    cols = OFF + tl.arange(0, ROW[K])
+    if ROW[3 + K]:
         tl.atomic_add(ACC + cols, value, mask=cols < N)
     else:
         tl.atomic_add(ACC + cols, value)
@@ -36,19 +37,18 @@ def atomic_add_segment(ACC, value, N, OFF: tl.constexpr, W: tl.constexpr, MASKED
 
 @triton.jit
 def rmsnorm_bwd_atomic_kernel(X, DY, W, RSTD, DX, ACC, M, N, stride_x, stride_dy, stride_dx,
-                              ROWS: tl.constexpr, USE_PDL: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr,
-                              W2: tl.constexpr, MASK0: tl.constexpr, MASK1: tl.constexpr, MASK2: tl.constexpr):
+                              ROWS: tl.constexpr, USE_PDL: tl.constexpr, ROW: tl.constexpr):
     """dx of a tile of rows; their dγ contributions added into ACC (fp32 [N])."""
     allow_dependent_launch(USE_PDL)
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-    w0, w1, w2 = load_weight_segments(W, N, W0, W1, W2, MASK0, MASK1, MASK2)
+    w0, w1, w2 = load_weight_segments(W, N, ROW)
     d0, d1, d2 = rmsnorm_bwd_rows(X, DY, DX, RSTD, w0, w1, w2, 0.0, 0.0, 0.0, rows, M, N, stride_x, stride_dy,
-                                  stride_dx, W0, W1, W2, MASK0, MASK1, MASK2)
-    atomic_add_segment(ACC, tl.sum(d0, axis=0), N, 0, W0, MASK0)
-    if W1 > 0:
-        atomic_add_segment(ACC, tl.sum(d1, axis=0), N, W0, W1, MASK1)
-    if W2 > 0:
-        atomic_add_segment(ACC, tl.sum(d2, axis=0), N, W0 + W1, W2, MASK2)
+                                  stride_dx, ROW)
+    atomic_add_segment(ACC, tl.sum(d0, axis=0), N, ROW, 0)
+    if ROW[1] > 0:
+        atomic_add_segment(ACC, tl.sum(d1, axis=0), N, ROW, 1)
+    if ROW[2] > 0:
+        atomic_add_segment(ACC, tl.sum(d2, axis=0), N, ROW, 2)
 
 
 @triton.jit
@@ -96,7 +96,7 @@ def atomic_backward(dy2d, x2d, weight, rstd, *, config: BackwardConfig | None = 
     acc = new_zeros((n,), torch.float32, x2d.device, kept=True)
     fast(rmsnorm_bwd_atomic_kernel)[(-(-m // config.rows),)](
         x2d, dy2d, weight, rstd, dx, acc, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0),
-        ROWS=config.rows, USE_PDL=pdl, num_warps=config.num_warps, **row_layout(config, n).constants(),
+        ROWS=config.rows, USE_PDL=pdl, num_warps=config.num_warps, ROW=row_layout(config, n).layout(),
     )
     fast(drain_kernel)[(-(-n // DRAIN_BLOCK),)](acc, dw, n, BLOCK=DRAIN_BLOCK, USE_PDL=pdl, num_warps=4,
                                                **dependent_launch_options(pdl))

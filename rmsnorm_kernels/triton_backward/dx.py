@@ -14,16 +14,16 @@ import triton.language as tl
 
 from rmsnorm_kernels.kernel_config import DEFAULT_ARCH, BackwardConfig, config_for
 from rmsnorm_kernels.limits import SHARED_MEMORY_BUDGET
-from rmsnorm_kernels.segments import Segments, load_segment, load_vector, next_power_of_two, row_segments, store_segment
+from rmsnorm_kernels.segments import (Segments, load_segment, load_vector, next_power_of_two, row_segments,
+                                      store_segment, store_vector)
 from rmsnorm_kernels.triton_mode import arch
 
 
 @triton.jit
 def rmsnorm_bwd_rows(X, DY, DX, RSTD, w0, w1, w2, acc0, acc1, acc2, rows, M, N, stride_x, stride_dy, stride_dx,
-                     W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr,
-                     MASK0: tl.constexpr, MASK1: tl.constexpr, MASK2: tl.constexpr):
-    """Write dx of ``rows`` to DX and return the dγ accumulators ``acc0 acc1 acc2`` (fp32 [ROWS, Wk], one per
-    segment; 0.0 for an absent one) with these rows' contributions dy·x·rstd added. γ comes in as its segments
+                     ROW: tl.constexpr):
+    """Write dx of ``rows`` to DX and return the dγ accumulators ``acc0 acc1 acc2`` (fp32, one per segment of
+    ``ROW``; 0.0 for an absent one) with these rows' contributions dy·x·rstd added. γ comes in as its segments
     ``w0 w1 w2``.
 
         dx = rstd·(γ·dy) − x·rstd³·mean(γ·dy·x)        (per row; the mean spans every segment)
@@ -32,44 +32,69 @@ def rmsnorm_bwd_rows(X, DY, DX, RSTD, w0, w1, w2, acc0, acc1, acc2, rows, M, N, 
     16384-wide tile inside 128 registers (ptxas, `engine.compiler_report`)."""
     rstd = tl.load(RSTD + rows, mask=rows < M, other=0.0)
     r = rstd[:, None]
-    x0 = load_segment(X, rows, M, N, stride_x, 0, W0, MASK0)
-    dy0 = load_segment(DY, rows, M, N, stride_dy, 0, W0, MASK0)
+    x0 = load_segment(X, rows, M, N, stride_x, ROW, 0)
+    dy0 = load_segment(DY, rows, M, N, stride_dy, ROW, 0)
     wdy0 = w0[None, :] * dy0
     dot = tl.sum(wdy0 * x0, axis=1)
     acc0 += dy0 * x0 * r
-    if W1 > 0:
-        x1 = load_segment(X, rows, M, N, stride_x, W0, W1, MASK1)
-        dy1 = load_segment(DY, rows, M, N, stride_dy, W0, W1, MASK1)
+    if ROW[1] > 0:
+        x1 = load_segment(X, rows, M, N, stride_x, ROW, 1)
+        dy1 = load_segment(DY, rows, M, N, stride_dy, ROW, 1)
         wdy1 = w1[None, :] * dy1
         dot += tl.sum(wdy1 * x1, axis=1)
         acc1 += dy1 * x1 * r
-    if W2 > 0:
-        x2 = load_segment(X, rows, M, N, stride_x, W0 + W1, W2, MASK2)
-        dy2 = load_segment(DY, rows, M, N, stride_dy, W0 + W1, W2, MASK2)
+    if ROW[2] > 0:
+        x2 = load_segment(X, rows, M, N, stride_x, ROW, 2)
+        dy2 = load_segment(DY, rows, M, N, stride_dy, ROW, 2)
         wdy2 = w2[None, :] * dy2
         dot += tl.sum(wdy2 * x2, axis=1)
         acc2 += dy2 * x2 * r
     c = (r * r * r) * (dot / N)[:, None]
-    store_segment(DX, r * wdy0 - x0 * c, rows, M, N, stride_dx, 0, W0, MASK0)
-    if W1 > 0:
-        store_segment(DX, r * wdy1 - x1 * c, rows, M, N, stride_dx, W0, W1, MASK1)
-    if W2 > 0:
-        store_segment(DX, r * wdy2 - x2 * c, rows, M, N, stride_dx, W0 + W1, W2, MASK2)
+    store_segment(DX, r * wdy0 - x0 * c, rows, M, N, stride_dx, ROW, 0)
+    if ROW[1] > 0:
+        store_segment(DX, r * wdy1 - x1 * c, rows, M, N, stride_dx, ROW, 1)
+    if ROW[2] > 0:
+        store_segment(DX, r * wdy2 - x2 * c, rows, M, N, stride_dx, ROW, 2)
     return acc0, acc1, acc2
 
 
 @triton.jit
-def load_weight_segments(W, N, W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr,
-                         MASK0: tl.constexpr, MASK1: tl.constexpr, MASK2: tl.constexpr):
-    """γ as its (up to) three segments, fp32; an absent segment is a 1-wide stand-in nothing reads."""
-    w0 = load_vector(W, N, 0, W0, MASK0)
+def load_weight_segments(W, N, ROW: tl.constexpr):
+    """γ as its (up to) three segments, fp32; an absent segment is a stand-in nothing reads."""
+    w0 = load_vector(W, N, ROW, 0)
     w1 = w0
     w2 = w0
-    if W1 > 0:
-        w1 = load_vector(W, N, W0, W1, MASK1)
-    if W2 > 0:
-        w2 = load_vector(W, N, W0 + W1, W2, MASK2)
+    if ROW[1] > 0:
+        w1 = load_vector(W, N, ROW, 1)
+    if ROW[2] > 0:
+        w2 = load_vector(W, N, ROW, 2)
     return w0, w1, w2
+
+
+@triton.jit
+def new_accumulators(ROWS: tl.constexpr, ROW: tl.constexpr):
+    """Zeroed fp32 dγ accumulators, [ROWS, width] for each segment of ``ROW`` (0.0 for an absent one)."""
+    W0: tl.constexpr = ROW[0]
+    W1: tl.constexpr = ROW[1]
+    W2: tl.constexpr = ROW[2]
+    acc0 = tl.zeros([ROWS, W0], dtype=tl.float32)
+    acc1 = 0.0
+    acc2 = 0.0
+    if W1 > 0:
+        acc1 = tl.zeros([ROWS, W1], dtype=tl.float32)
+    if W2 > 0:
+        acc2 = tl.zeros([ROWS, W2], dtype=tl.float32)
+    return acc0, acc1, acc2
+
+
+@triton.jit
+def store_partial(PARTIAL, acc0, acc1, acc2, N, ROW: tl.constexpr):
+    """One program's dγ partial row: each accumulator summed over its rows, written as one fp32 row."""
+    store_vector(PARTIAL, tl.sum(acc0, axis=0), N, ROW, 0)
+    if ROW[1] > 0:
+        store_vector(PARTIAL, tl.sum(acc1, axis=0), N, ROW, 1)
+    if ROW[2] > 0:
+        store_vector(PARTIAL, tl.sum(acc2, axis=0), N, ROW, 2)
 
 
 def backward_config(kind: str, m: int, n: int, device=None) -> BackwardConfig:

@@ -18,10 +18,9 @@ from rmsnorm_kernels.fast_launch import fast
 from rmsnorm_kernels.kernel_config import BackwardConfig, config_for
 from rmsnorm_kernels.limits import DEFAULT_SM_COUNT
 from rmsnorm_kernels.poison import new_output
-from rmsnorm_kernels.segments import store_vector
 from rmsnorm_kernels.triton_backward.column_sum import allow_dependent_launch, column_sum
-from rmsnorm_kernels.triton_backward.dx import (backward_config, load_weight_segments, pipeline_stages,
-                                                rmsnorm_bwd_rows, row_layout)
+from rmsnorm_kernels.triton_backward.dx import (backward_config, load_weight_segments, new_accumulators,
+                                                pipeline_stages, rmsnorm_bwd_rows, row_layout, store_partial)
 from rmsnorm_kernels.triton_mode import dependent_launch
 from rmsnorm_kernels.triton_mode import sm_count as device_sm_count
 
@@ -29,32 +28,18 @@ from rmsnorm_kernels.triton_mode import sm_count as device_sm_count
 @triton.jit
 def rmsnorm_bwd_persistent_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, stride_dy, stride_dx,
                                   ROWS: tl.constexpr, NUM_STAGES: tl.constexpr, RELOAD_W: tl.constexpr,
-                                  USE_PDL: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr,
-                                  MASK0: tl.constexpr, MASK1: tl.constexpr, MASK2: tl.constexpr):
+                                  USE_PDL: tl.constexpr, ROW: tl.constexpr):
     allow_dependent_launch(USE_PDL)
     pid = tl.program_id(0)
-    programs = tl.num_programs(0)
-    w0, w1, w2 = load_weight_segments(W, N, W0, W1, W2, MASK0, MASK1, MASK2)
-    acc0 = tl.zeros([ROWS, W0], dtype=tl.float32)
-    acc1 = 0.0
-    acc2 = 0.0
-    if W1 > 0:
-        acc1 = tl.zeros([ROWS, W1], dtype=tl.float32)
-    if W2 > 0:
-        acc2 = tl.zeros([ROWS, W2], dtype=tl.float32)
-    tiles = tl.cdiv(M, ROWS)
-    for tile in tl.range(pid, tiles, programs, num_stages=NUM_STAGES):
+    w0, w1, w2 = load_weight_segments(W, N, ROW)
+    acc0, acc1, acc2 = new_accumulators(ROWS, ROW)
+    for tile in tl.range(pid, tl.cdiv(M, ROWS), tl.num_programs(0), num_stages=NUM_STAGES):
         rows = tile * ROWS + tl.arange(0, ROWS)
         if RELOAD_W:
-            w0, w1, w2 = load_weight_segments(W, N, W0, W1, W2, MASK0, MASK1, MASK2)
+            w0, w1, w2 = load_weight_segments(W, N, ROW)
         acc0, acc1, acc2 = rmsnorm_bwd_rows(X, DY, DX, RSTD, w0, w1, w2, acc0, acc1, acc2, rows, M, N,
-                                            stride_x, stride_dy, stride_dx, W0, W1, W2, MASK0, MASK1, MASK2)
-    partial = PARTIAL + pid.to(tl.int64) * N
-    store_vector(partial, tl.sum(acc0, axis=0), N, 0, W0, MASK0)
-    if W1 > 0:
-        store_vector(partial, tl.sum(acc1, axis=0), N, W0, W1, MASK1)
-    if W2 > 0:
-        store_vector(partial, tl.sum(acc2, axis=0), N, W0 + W1, W2, MASK2)
+                                            stride_x, stride_dy, stride_dx, ROW)
+    store_partial(PARTIAL + pid.to(tl.int64) * N, acc0, acc1, acc2, N, ROW)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -94,5 +79,5 @@ def persistent_backward(dy2d, x2d, weight, rstd, *, config: BackwardConfig | Non
     fast(rmsnorm_bwd_persistent_kernel)[(programs,)](
         x2d, dy2d, weight, rstd, dx, partial, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0),
         ROWS=config.rows, NUM_STAGES=pipeline_stages(config, n, x2d.element_size()), RELOAD_W=config.reload_weight,
-        USE_PDL=pdl, num_warps=config.num_warps, **row_layout(config, n).constants())
+        USE_PDL=pdl, num_warps=config.num_warps, ROW=row_layout(config, n).layout())
     return dx, column_sum(partial, weight.dtype, pdl=pdl)

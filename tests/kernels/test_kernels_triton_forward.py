@@ -70,7 +70,7 @@ def test_poisoning_catches_an_unwritten_row():
         y = new_output((6, 700), torch.float32, "cpu")
         rstd = new_output((6,), torch.float32, "cpu")
     rmsnorm_fwd_rows_kernel[(5,)](x, w, y, rstd, 6, x.stride(0), y.stride(0), 700, 1e-6, ROWS=1,
-                                  **row_segments(700).constants())  # one row short
+                                  ROW=row_segments(700).layout())  # one row short
     y_ref, _ = rmsnorm_reference(x, w)
     assert relative_error(y[:5], y_ref[:5]) < 1e-6
     assert relative_error(y, y_ref) == float("inf")
