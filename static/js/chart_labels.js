@@ -63,7 +63,19 @@ export function altCaption(view) {
 
 const fmt = (v, digits = 1) => (v == null || !Number.isFinite(v) ? "–" : Number(v).toFixed(digits));
 
-// The line above the charts: each run shown, its rows per status, its copy ceiling and timing mode.
+// What a run header's kernel_configs says the Triton kernels ran with: the tuned table (and the card it was tuned
+// on) or the rule; nothing for runs older than the tables.
+export function configSentence(configs) {
+  if (!configs || typeof configs !== "object") return "";
+  if (configs.source === "table" && configs.table) {
+    const tuned = configs.device ? ` tuned on ${configs.device}${configs.created_at ? ` ${String(configs.created_at).slice(0, 10)}` : ""}` : "";
+    return `kernel configs: ${configs.table}${tuned}${configs.override ? " (RMSNORM_CONFIG_TABLE)" : ""}`;
+  }
+  if (configs.source === "rule") return `kernel configs: the rule (no table for ${configs.arch || "this GPU"})`;
+  return "";
+}
+
+// The line above the charts: each run shown, its rows per status, its copy ceiling, timing mode and kernel configs.
 export function sourcesSentence(sources) {
   if (sources.length === 0) return "No results yet: start a sweep, or open a stored run under History.";
   const parts = sources.map((s) => {
@@ -75,6 +87,8 @@ export function sourcesSentence(sources) {
     for (const st of ["skipped", "error", "wrong"]) if (n(st)) text += `, ${n(st)} ${st}`;
     if (Number.isFinite(ceiling)) text += `, copy ceiling ${fmt(ceiling)} GB/s`;
     if (mode && mode !== "cuda") text += ` (${mode} timings)`;
+    const configs = configSentence(s.header?.kernel_configs);
+    if (configs) text += `, ${configs}`;
     return text;
   });
   return `Showing ${parts.join(" | ")}`;
