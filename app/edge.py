@@ -1,6 +1,8 @@
-"""The network edge, before any route runs: which addresses this process really listens on, how big a request
-body may be (refused with 413 before it is read whole), JSON bodies parsed off the event loop, and non-finite
-numbers refused with 422 naming the field."""
+"""The network edge, before any route runs: the Host every request must name and the security headers every
+response carries (`HostAndHeaders`), where a write may come from and what it must be (`write_origin_refusal`,
+`content_type_refusal`), which addresses this process really listens on, how big a request body may be (refused
+with 413 before it is read whole), JSON bodies parsed off the event loop, and non-finite numbers refused with 422
+naming the field."""
 
 from __future__ import annotations
 
@@ -8,14 +10,107 @@ import json
 import math
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.settings import is_loopback
+if TYPE_CHECKING:  # app.settings imports the engine's device module (torch): the import process needs neither
+    from app.settings import Settings
 
 IMPORT_PATH = "/api/runs/import"
+
+
+# -- Host, security headers, cross-site writes ---------------------------------------------------------------------
+
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; font-src 'self'; "
+       "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+"""The page loads nothing from elsewhere and has no inline script or style element (tests/browser checks that
+Chromium reports no violation with the page and its charts drawn)."""
+DOCS_CSP = CSP.replace("script-src 'self'", "script-src 'self' 'unsafe-inline'").replace(
+    "style-src 'self'", "style-src 'self' 'unsafe-inline'").replace("img-src 'self' data: blob:",
+                                                                     "img-src 'self' data: blob: https:")
+"""/docs and /redoc (FastAPI's pages, static text with an inline script that starts Swagger UI / ReDoc)."""
+DOCS_PATHS = ("/docs", "/docs/oauth2-redirect", "/redoc")
+SECURITY_HEADERS = ((b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY"),
+                    (b"referrer-policy", b"no-referrer"))
+
+
+def security_headers(path: str) -> list[tuple[bytes, bytes]]:
+    policy = DOCS_CSP if path in DOCS_PATHS else CSP
+    return [(b"content-security-policy", policy.encode()), *SECURITY_HEADERS]
+
+
+class HostAndHeaders:
+    """ASGI middleware, outermost: a request whose Host is not this service's (`Settings.host_allowed`: DNS
+    rebinding) is refused 403 whatever its method; every response, refusals included, carries the security headers
+    (CSP, nosniff, frame-ancestors / X-Frame-Options, Referrer-Policy)."""
+
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app, self.settings = app, settings
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        added = security_headers(scope["path"])
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                names = {name.lower() for name, _ in message.get("headers", ())}
+                message["headers"] = [*message.get("headers", ()), *(h for h in added if h[0] not in names)]
+            await send(message)
+
+        host = next((value.decode("latin-1") for name, value in scope.get("headers", ()) if name == b"host"), None)
+        from app.settings import host_refusal
+
+        refusal = host_refusal(self.settings, host)
+        if refusal is not None:
+            return await _answer(with_headers, *refusal)
+        await self.app(scope, receive, with_headers)
+
+
+def _origin_netloc(origin: str) -> str | None:
+    """``http://127.0.0.1:8000`` → ``127.0.0.1:8000`` (as a browser writes both Origin and Host: default port left
+    out); None for ``null`` or anything that is not scheme://host[:port]."""
+    scheme, sep, rest = origin.partition("://")
+    if not sep or scheme not in ("http", "https") or not rest or "/" in rest:
+        return None
+    return rest.lower()
+
+
+def write_origin_refusal(settings: Settings, headers) -> tuple[int, str] | None:
+    """Why a write must be refused for where it comes from; None = allowed. A browser names the page's origin on
+    every POST and DELETE (also a no-cors fetch or a form): it must be this service's own (the origin whose
+    host:port is the request's Host) or one of RMSNORM_ALLOWED_ORIGINS (a reverse proxy that rewrites Host). With
+    no Origin (curl, scripts), a ``Sec-Fetch-Site`` of another site or origin still refuses it."""
+    origin = headers.get("origin")
+    if origin is not None:
+        origin = origin.strip()
+        if origin.rstrip("/").lower() in {o.rstrip("/").lower() for o in settings.allowed_origins}:
+            return None
+        netloc = _origin_netloc(origin)
+        host = (headers.get("host") or "").strip().lower()
+        if netloc is not None and netloc == host:
+            return None
+        return 403, (f"a write from another origin ({origin[:100]!r}) is refused: this service writes only for "
+                     f"pages it served itself (behind a reverse proxy, add the page's origin to RMSNORM_ALLOWED_ORIGINS)")
+    site = (headers.get("sec-fetch-site") or "").strip().lower()
+    if site in ("cross-site", "same-site"):
+        return 403, f"a write sent by a page of another origin (Sec-Fetch-Site: {site}) is refused"
+    return None
+
+
+def content_type_refusal(headers) -> tuple[int, str] | None:
+    """A write body must be declared ``application/json`` (UTF-8): a form or ``text/plain`` body is what a page of
+    another origin can send without asking (no CORS preflight), so it is never read (415)."""
+    declared = headers.get("content-type") or ""
+    media, _, params = declared.partition(";")
+    charset = next((value.strip().strip('"').lower() for key, _, value in
+                    (p.strip().partition("=") for p in params.split(";")) if key.strip().lower() == "charset"), None)
+    if media.strip().lower() != "application/json" or charset not in (None, "utf-8", "utf8"):
+        return 415, (f"a write body must be sent with 'Content-Type: application/json' (UTF-8); this request says "
+                     f"{declared[:100]!r}")
+    return None
 
 
 # -- the bound socket --------------------------------------------------------------------------------------------
@@ -78,6 +173,8 @@ def _scan_listening_addresses() -> list[str]:
 def reached_exposed(scope: Scope) -> bool:
     """Whether this request came through a socket other machines can reach: the connection's own local address,
     or any listening socket of this process (``uvicorn --host 0.0.0.0`` binds one whatever the settings say)."""
+    from app.settings import is_loopback
+
     server = scope.get("server")
     if server and server[0] and not is_loopback(str(server[0])) and _is_ip(str(server[0])):
         return True
@@ -148,6 +245,7 @@ class BodyLimit:
 
 
 async def _answer(send: Send, status: int, detail: str) -> None:
+    """A JSON error answered from the edge, before any route (the connection is closed: a body may be unread)."""
     body = json.dumps({"detail": detail}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
@@ -190,10 +288,39 @@ def _json_number(text: str) -> int | float:
     return int(value) if value.is_integer() else value
 
 
+INPUT_QUOTE_CHARS = 120
+"""A 422 quotes at most this much of the value at fault (a 5 MB string sent is not sent back)."""
+
+
+def quoted_input(value):
+    """The ``input`` of a validation error, cut to a short prefix: a string or bytes value to its first
+    `INPUT_QUOTE_CHARS` characters; a list or object to a short Python-style sketch of its start (`reprlib`: a few
+    items, a few levels, never the whole of it walked)."""
+    import reprlib
+
+    if isinstance(value, (bytes, bytearray)):
+        value = bytes(value[:INPUT_QUOTE_CHARS * 4]).decode("utf-8", "replace")
+    if isinstance(value, str):
+        return value if len(value) <= INPUT_QUOTE_CHARS else f"{value[:INPUT_QUOTE_CHARS]}… ({len(value)} characters)"
+    if isinstance(value, (dict, list, tuple)):
+        sketch = reprlib.Repr()
+        sketch.maxlevel, sketch.maxdict, sketch.maxlist, sketch.maxtuple = 3, 6, 6, 6
+        sketch.maxstring = sketch.maxother = 40
+        text = sketch.repr(value)
+        if len(text) > INPUT_QUOTE_CHARS or len(value) > 6:
+            return text[:INPUT_QUOTE_CHARS] + ("…" if len(text) > INPUT_QUOTE_CHARS else "")
+    return value
+
+
 def parse_json(body: bytes) -> Any:
     """Parse a JSON body; raises `BodyError` (422: not JSON, or a non-finite number naming the field)."""
     try:
-        value = json.loads(body, parse_float=_json_number)
+        text = body.decode("utf-8") if isinstance(body, (bytes, bytearray)) else body  # JSON is UTF-8 (RFC 8259)
+    except UnicodeDecodeError as exc:
+        raise BodyError(422, [{"type": "json_invalid", "loc": ["body"], "input": None,
+                               "msg": f"the body is not UTF-8 text: {str(exc)[:200]}"}]) from None
+    try:
+        value = json.loads(text, parse_float=_json_number)
     except (ValueError, RecursionError) as exc:
         raise BodyError(422, [{"type": "json_invalid", "loc": ["body"], "input": None,
                                "msg": f"the body is not valid JSON: {str(exc)[:200]}"}]) from None

@@ -19,7 +19,8 @@ from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
 from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddleware
 
-from app.edge import BodyLimit
+from app import import_process
+from app.edge import BodyLimit, HostAndHeaders, quoted_input, security_headers
 from app.settings import Settings, get_settings
 from app.state import Service
 from engine.catalog import prepare_process
@@ -69,6 +70,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         service.scheduler.start(warm=settings.start_workers)
+        if settings.start_workers:
+            import_process.warm()
         settle_heap()
         try:
             yield
@@ -86,6 +89,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes, import_limit=settings.max_import_bytes)
     # Responses compressed for clients that accept it (JSON runs ~10x smaller, the page's JS and CSS ~4x).
     app.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=6, exclude_content_types=GZIP_EXCLUDED)
+    app.add_middleware(HostAndHeaders, settings=settings)  # added last: outermost, so its headers are on every answer
 
     @app.exception_handler(Exception)
     async def unexpected_error(request: Request, exc: Exception) -> JSONResponse:
@@ -94,7 +98,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ref = uuid.uuid4().hex[:12]
         log.exception("unexpected error %s on %s %s", ref, request.method, request.url.path)
         # the body never echoes the exception: internals stay in the server's log, found by the reference
-        return JSONResponse(status_code=500, content={"detail": f"internal error (reference {ref} in the server log)"})
+        # sent by Starlette's outermost ServerErrorMiddleware, past HostAndHeaders: the headers are added here
+        return JSONResponse(status_code=500, content={"detail": f"internal error (reference {ref} in the server log)"},
+                            headers={k.decode(): v.decode() for k, v in security_headers(request.url.path)})
 
     from starlette.exceptions import HTTPException as StarletteHTTPException
     from fastapi.exception_handlers import http_exception_handler
@@ -116,7 +122,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         for err in exc.errors():
             err = dict(err)
             err.pop("url", None)
-            err["input"] = finite(err.get("input"))  # NaN / Infinity in the input: JSON cannot carry them
+            err["input"] = finite(quoted_input(err.get("input")))  # NaN / Infinity: JSON cannot carry them
             ctx = err.get("ctx")
             if isinstance(ctx, dict):
                 err["ctx"] = {k: (v if isinstance(v, (str, int, float, bool, type(None))) else str(v))

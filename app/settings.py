@@ -12,7 +12,9 @@ keywords win over the environment. Routes get the settings through the FastAPI d
 | api_token        | RMSNORM_API_TOKEN          | none                                                      |
 | allow_no_token   | RMSNORM_ALLOW_NO_TOKEN     | off: an exposed service without a token refuses writes    |
 | exposed          | RMSNORM_EXPOSED            | off: set it behind a reverse proxy on a loopback bind     |
-| allowed_hosts    | RMSNORM_ALLOWED_HOSTS      | loopback names: the Host a token-less write may carry     |
+| allowed_hosts    | RMSNORM_ALLOWED_HOSTS      | adds Host names to loopback names and IP literals (every request) |
+| allowed_origins  | RMSNORM_ALLOWED_ORIGINS    | adds origins a write may come from besides the Host's own (a proxy) |
+| heartbeat_s      | RMSNORM_HEARTBEAT_S        | 4 s: a stream silent this long gets a heartbeat line      |
 | max_body_bytes   | RMSNORM_MAX_BODY_BYTES     | 1 MiB (POST /benchmark and every other body)              |
 | max_import_bytes | RMSNORM_MAX_IMPORT_BYTES   | 16 MiB (POST /api/runs/import)                            |
 | max_queue        | RMSNORM_MAX_QUEUE          | 8 jobs waiting per device; one more is answered 429       |
@@ -101,6 +103,14 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _is_ip_literal(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+        return True
+    except ValueError:
+        return False
+
+
 def _comma_list(value):
     if isinstance(value, str):
         return tuple(part.strip() for part in value.split(",") if part.strip())
@@ -118,7 +128,14 @@ class Settings(BaseSettings):
     exposed_declared: bool = Field(False, validation_alias="RMSNORM_EXPOSED")
     """Declared reachable from elsewhere (a reverse proxy in front of a loopback bind): writes need the token."""
     allowed_hosts: Annotated[tuple[str, ...], NoDecode] = LOOPBACK_NAMES
-    """Host header names (port ignored) a write may carry when no token protects it (DNS rebinding); "*" = any."""
+    """Host header names (port ignored) any request may carry besides loopback names and IP literals, which are
+    always accepted (DNS rebinding needs a name the attacker owns); "*" = any."""
+    allowed_origins: Annotated[tuple[str, ...], NoDecode] = ()
+    """Origins (``https://bench.example.com``) a write may come from besides the one its Host header names: behind a
+    reverse proxy that rewrites Host, the browser's origin. A write from any other origin is refused (403)."""
+    heartbeat_s: float = Field(4.0, gt=0, le=5)
+    """A stream that sent nothing for this long gets a ``heartbeat`` line (proxies and clients with read timeouts
+    drop a silent connection; a case may run for minutes)."""
     max_body_bytes: int = Field(1 * MIB, ge=1024)
     max_import_bytes: int = Field(16 * MIB, ge=1024)
     max_queue: int = Field(DEFAULT_MAX_QUEUE, ge=0)
@@ -146,7 +163,7 @@ class Settings(BaseSettings):
             return None if value.lower() in ("", "auto") else tuple(parse_devices(value))
         return tuple(parse_devices(",".join(value)))
 
-    @field_validator("plugins", "allowed_hosts", mode="before")
+    @field_validator("plugins", "allowed_hosts", "allowed_origins", mode="before")
     @classmethod
     def _lists(cls, value):
         return _comma_list(value)
@@ -191,7 +208,8 @@ class Settings(BaseSettings):
         return self.exposed_declared or not is_loopback(self.host)
 
     def host_allowed(self, host_header: str | None) -> bool:
-        """Whether a Host header (``name[:port]``) names this service as the allow-list says."""
+        """Whether a Host header (``name[:port]``) names this service: a loopback name, an IP literal (a page can
+        only name an address literally if it was loaded from it, so no DNS rebinding), or a name of the allow-list."""
         if "*" in self.allowed_hosts:
             return True
         name = (host_header or "").strip().lower()
@@ -199,6 +217,10 @@ class Settings(BaseSettings):
             name = name[1:].partition("]")[0]
         elif name.count(":") == 1:
             name = name.partition(":")[0]
+        if not name:
+            return False
+        if name in LOOPBACK_NAMES or _is_ip_literal(name):
+            return True
         return name in {h.lower().strip("[]") for h in self.allowed_hosts}
 
 
@@ -233,8 +255,18 @@ def write_refusal(settings: Settings, presented_token: str | None, *, exposed: b
     if exposed and not settings.allow_no_token:
         return 403, ("this server is reachable from other machines with no API token configured, so it runs no one's "
                      "sweep: set RMSNORM_API_TOKEN (or RMSNORM_ALLOW_NO_TOKEN=1 to allow writes without one)")
-    if host_header is not None and not settings.host_allowed(host_header):
-        return 403, (f"writes without a token are accepted only for Host {', '.join(settings.allowed_hosts)}; this "
-                     f"request names Host {host_header[:100]!r} (set RMSNORM_ALLOWED_HOSTS to add it)")
+    if host_header is not None:
+        return host_refusal(settings, host_header)
     return None
+
+
+def host_refusal(settings: Settings, host_header: str | None) -> tuple[int, str] | None:
+    """Why a request (any method: `app.edge.HostAndHeaders`) must be refused for its Host header; None = allowed.
+    A page of another site whose DNS name now resolves to 127.0.0.1 (DNS rebinding) sends its own name."""
+    if settings.host_allowed(host_header):
+        return None
+    extra = f", or {', '.join(h for h in settings.allowed_hosts if h not in LOOPBACK_NAMES)}" \
+        if set(settings.allowed_hosts) - set(LOOPBACK_NAMES) else ""
+    return 403, (f"this service answers only a Host that is a loopback name, an IP address{extra}; this request "
+                 f"names Host {(host_header or '')[:100]!r} (set RMSNORM_ALLOWED_HOSTS to add it)")
 

@@ -47,7 +47,7 @@ CREATE TABLE IF NOT EXISTS deleted (
     deleted_at REAL NOT NULL
 );
 """
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
 """A CSV cell starting with one of these is a formula to a spreadsheet: it is written with a leading "'"."""
 
 
@@ -172,7 +172,9 @@ class Store:
         speedup = given.get("speedup")
         baseline = speedup.get("baseline") if isinstance(speedup, dict) else None
         baseline = baseline if isinstance(baseline, str) and baseline else DEFAULT_BASELINE
-        summary = {**given, **summarize(run_file.get("rows") or [], complete, baseline)}
+        # strict: a speedup that overflows (GBps 1e308) raises engine.summary.NonFiniteResult naming the row,
+        # before anything is written (the route answers 422; JSON and this store hold finite numbers only)
+        summary = {**given, **summarize(run_file.get("rows") or [], complete, baseline, strict=True)}
         device = header.get("device") or {}
         with self._write_lock, self._connect() as db:
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
@@ -254,7 +256,8 @@ class Store:
         return document
 
     def export_csv(self, run_id: str) -> str | None:
-        """One CSV line per row, nested fields flattened (``device.name``, ``launch.programs``)."""
+        """One CSV record per row, nested fields flattened (``device.name``, ``launch.programs``); text cells
+        quoted, a cell a spreadsheet would run as a formula escaped with a leading "'" (`_cell`)."""
         document = self.get_run(run_id)
         if document is None:
             return None
@@ -265,7 +268,11 @@ class Store:
         # a nested field that is null in some rows ("launch": null) is covered by its flattened columns
         columns = [c for c in columns if not any(other.startswith(c + ".") for other in columns)]
         out = io.StringIO()
-        writer = csv.DictWriter(out, fieldnames=columns or ["run_id"], lineterminator="\n", extrasaction="ignore")
+        # RFC 4180: records end in CRLF, and every text cell is quoted (QUOTE_NONNUMERIC), so a cell holding a
+        # bare CR, an LF or a quote stays one cell of one record (with lineterminator "\n", a bare CR went out
+        # unquoted and split the row); numbers stay bare, read as numbers
+        writer = csv.DictWriter(out, fieldnames=columns or ["run_id"], lineterminator="\r\n", extrasaction="ignore",
+                                quoting=csv.QUOTE_NONNUMERIC)
         writer.writeheader()
         writer.writerows({key: _cell(value) for key, value in flat.items()} for flat in flat_rows)
         return out.getvalue()

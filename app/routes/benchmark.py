@@ -14,9 +14,10 @@ from fastapi.responses import JSONResponse
 
 from app.auth import require_write_access
 from app.edge import json_body, read_model
-from app.queues import QueueFull, UnknownDevice
+from app.queues import Job, QueueFull, UnknownDevice
 from app.ndjson import MEDIA_TYPE, NdjsonResponse, finite, ndjson_line
 from app.schemas import BenchmarkRequest, ErrorBody, QueuedLine, RunDocument
+from app.settings import Settings, get_settings
 from app.state import Service, get_service
 from engine.models import Case, Sweep
 
@@ -28,7 +29,9 @@ DISCONNECT_POLL_S = 1.0
 STREAM_DOC = (
     "NDJSON (`application/x-ndjson`), one JSON object per line, each with `type` and `run_id`: "
     "`queued` (position in the device's queue; again whenever it moves), `header` (one per device: device, "
-    "ceiling, versions), `row` (one per case, as measured: a result row), `summary` (counts, complete, best). "
+    "ceiling, versions), `row` (one per case, as measured: a result row), `summary` (counts, complete, best); "
+    "`heartbeat` (`at`, `running`, `rows`) whenever nothing else was sent for RMSNORM_HEARTBEAT_S (4 s), so proxies "
+    "and read timeouts never see a silent stream while a long case runs: a reader ignores it. "
     "With `?stream=false`: one JSON document `{run, rows, summary}`."
 )
 
@@ -36,6 +39,15 @@ STREAM_DOC = (
 def _validation_error(field: str, message: str, value=None) -> HTTPException:
     return HTTPException(status_code=422, detail=[{"type": "value_error", "loc": ["body", field], "msg": message,
                                                   "input": value}])
+
+
+def heartbeat(job: Job) -> dict:
+    """The line sent when the stream has been silent for ``heartbeat_s``: the run is alive (queued, or a case is
+    being measured: ``running``), with the rows measured so far."""
+    import time
+
+    return {"type": "heartbeat", "run_id": job.run_id, "at": round(time.time(), 3), "running": bool(job.active),
+            "rows": len(job.rows), "planned": len(job.cases)}
 
 
 def _plan(body: BenchmarkRequest) -> tuple[Sweep, list[Case]]:
@@ -54,8 +66,10 @@ def _plan(body: BenchmarkRequest) -> tuple[Sweep, list[Case]]:
     responses={
         200: {"description": STREAM_DOC, "content": {MEDIA_TYPE: {"schema": QueuedLine.model_json_schema()}}},
         401: {"model": ErrorBody, "description": "API token missing (server bound to a non-loopback address)"},
-        403: {"model": ErrorBody, "description": "wrong API token, or writes refused on this bind"},
+        403: {"model": ErrorBody, "description": "wrong API token, writes refused on this bind, or sent by a page of "
+                                                 "another origin"},
         413: {"model": ErrorBody, "description": "body larger than RMSNORM_MAX_BODY_BYTES (1 MiB by default)"},
+        415: {"model": ErrorBody, "description": "the body is not declared 'Content-Type: application/json'"},
         422: {"model": ErrorBody, "description": "not a valid sweep (strict types, finite numbers): fields named"},
         429: {"model": ErrorBody, "description": "the queue of every eligible device is full"},
     },
@@ -64,6 +78,7 @@ async def benchmark(
     request: Request,
     stream: bool = Query(True, description="false: wait and return the whole run as one JSON document"),
     service: Service = Depends(get_service),
+    settings: Settings = Depends(get_settings),
 ):
     """Run a sweep (every implementation × pass × dtype × M × N) on one device, or split over all of them.
     The body is a `BenchmarkRequest`, validated strictly and off the event loop."""
@@ -111,7 +126,11 @@ async def benchmark(
     async def body_lines():
         try:
             while True:
-                line = await lines.get()
+                try:
+                    line = await asyncio.wait_for(lines.get(), timeout=settings.heartbeat_s)
+                except asyncio.TimeoutError:  # (an item put meanwhile stays queued for the next get)
+                    yield ndjson_line(heartbeat(job))
+                    continue
                 yield ndjson_line(line)
                 if line["type"] == "summary":
                     return

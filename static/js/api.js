@@ -81,7 +81,8 @@ export async function deleteRun(id) {
 }
 
 // POST /benchmark and read its NDJSON stream line by line as it arrives.
-// `onLine(obj)` is called once per line ({type: queued|header|row|summary, run_id, ...}).
+// `onLine(obj)` is called once per line ({type: queued|header|row|summary, run_id, ...}); a `heartbeat` line
+// (sent when the stream was silent for a few seconds: a case is still running) only keeps the connection alive.
 // Resolves when the stream ends; rejects with ApiError (non-2xx) or AbortError (cancelled).
 export async function streamBenchmark(sweep, { signal, onLine }) {
   const res = await fetch("benchmark", {
@@ -103,6 +104,7 @@ export async function streamBenchmark(sweep, { signal, onLine }) {
     } catch {
       throw new ApiError(`The stream sent a line that is not JSON: ${text.slice(0, 120)}`, res.status, text);
     }
+    if (obj && obj.type === "heartbeat") return;
     onLine(obj);
   };
   for (;;) {

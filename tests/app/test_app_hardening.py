@@ -55,10 +55,15 @@ def test_foreign_host_cannot_write_on_loopback(client):
     assert client.delete("/api/runs/x", headers={"Host": "[::1]:8000"}).status_code == 404
 
 
-def test_allowed_hosts_setting(tmp_path):
+def test_allowed_hosts_setting_adds_names(tmp_path):
+    """RMSNORM_ALLOWED_HOSTS adds names to the loopback ones (and to IP literals, never a rebinding: a page names
+    an address only if it was loaded from it); other names stay refused."""
     client = TestClient(make_app(tmp_path, allowed_hosts="bench.lan"), base_url=LOOPBACK)
     assert client.delete("/api/runs/x", headers={"Host": "bench.lan:8000"}).status_code == 404
-    assert client.delete("/api/runs/x", headers={"Host": "127.0.0.1"}).status_code == 403
+    assert client.delete("/api/runs/x", headers={"Host": "127.0.0.1"}).status_code == 404
+    assert client.get("/api/runs", headers={"Host": "10.0.0.7:8000"}).status_code == 200
+    response = client.get("/api/runs", headers={"Host": "other.lan"})
+    assert response.status_code == 403 and "bench.lan" in response.json()["detail"]
 
 
 def test_exposed_declared_behind_a_proxy_needs_the_token(tmp_path):
