@@ -7,6 +7,8 @@ the settings' (`Settings.templates_dir`), the version the engine's (`engine.devi
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
 from pathlib import Path
 
 from fastapi import APIRouter, Depends, Request
@@ -34,8 +36,25 @@ def page_modules(static_dir: Path) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*.js")) if root.is_dir() else []
 
 
+_INJECTED_STYLE = re.compile(r'if\(!document\.getElementById\("([\w-]{8,128})"\)\)\{var \w+=document\.createElement\("style"\)')
+
+
+@lru_cache(maxsize=4)
+def plotly_style_ids(static_dir: Path) -> tuple[str, ...]:
+    """The ids plotly.js looks for before it injects a ``<style>`` with text (maplibre's CSS, for maps this page never
+    draws): an element of that id in the page makes it skip the injection, which the CSP would refuse (a console
+    error). Read from the plotly.js bundle this server serves, so a new plotly version brings its own id."""
+    from app.main import PLOTLY_JS
+
+    path = static_dir / "vendor" / PLOTLY_JS
+    if not path.is_file():
+        return ()
+    return tuple(dict.fromkeys(_INJECTED_STYLE.findall(path.read_text(errors="replace"))))
+
+
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
 def index(request: Request, settings: Settings = Depends(get_settings)) -> HTMLResponse:
     """The dashboard: run panel, charts, history and the loading dock."""
-    return templates_in(Path(settings.templates_dir)).TemplateResponse(
-        request, "index.html", {"version": package_version(), "modules": page_modules(settings.static_dir)})
+    return templates_in(Path(settings.templates_dir)).TemplateResponse(request, "index.html", {
+        "version": package_version(), "modules": page_modules(settings.static_dir),
+        "plotly_style_ids": plotly_style_ids(Path(settings.static_dir))})

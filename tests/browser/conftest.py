@@ -160,7 +160,7 @@ def make_page(browser, server, guard):
         page.on("console", lambda m: m.type == "error" and guard.console_errors.append(m.text))
         page.on("pageerror", lambda e: guard.console_errors.append(f"uncaught: {e}"))
         page.goto(server.url + path)
-        page.wait_for_function("window.dashboardReady === true")
+        page.wait_for_function("() => window.dashboardReady === true")
         return page
 
     yield make

@@ -65,7 +65,7 @@ def main() -> None:
                 def page_at(width, height):
                     page = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme).new_page()
                     page.goto(url + "/")
-                    page.wait_for_function("window.dashboardReady === true")
+                    page.wait_for_function("() => window.dashboardReady === true")
                     page.wait_for_function("() => +document.querySelector('#chart-fwd').dataset.points > 0")
                     page.wait_for_timeout(800)  # plotly's last relayout
                     return page

@@ -171,7 +171,7 @@ def test_history_lists_label_commit_versions_and_counts_each_status(make_page, p
     row.locator("input.label-input").press("Enter")
     assert row.locator(".label-text").inner_text() == mine
     page.reload()
-    page.wait_for_function("window.dashboardReady === true")
+    page.wait_for_function("() => window.dashboardReady === true")
     assert page.locator(f'#history-table tbody tr[data-run-id="{doc["run"]["run_id"]}"] .label-text').inner_text() == mine
     # The count follows the store: an import through the API then Refresh.
     before = len(server.get("/api/runs"))

@@ -97,7 +97,7 @@ def test_lanes_take_the_painter_of_the_family_the_api_gives(make_page, server):
     page = make_page(path=f"/?{AT_16K_4K}")
     page.route("**/api/implementations", route)
     page.reload()
-    page.wait_for_function("window.dashboardReady === true")
+    page.wait_for_function("() => window.dashboardReady === true")
     show_only(page, ["torch-chunked", "eager", "triton-workspace"])
     state = wait_settled(page, ["eager", "torch-chunked", "triton-workspace"], 16384, 4096)
     grid = server.get("/api/launch?M=16384&N=4096&sm_count=132")
