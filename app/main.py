@@ -33,7 +33,9 @@ DESCRIPTION = """Benchmark RMSNorm implementations on this host's devices and br
 `POST /benchmark` streams NDJSON (`curl -N`): `queued`, `header`, one `row` per case as measured, `summary`.
 One job at a time per device; a full queue is answered 429. Writes need the API token when the server is reachable
 from other machines (the socket actually bound, or `RMSNORM_EXPOSED=1` behind a proxy; `Authorization: Bearer
-<token>`); token-less writes must name an allowed Host. Bodies are capped (413): 1 MiB, imports 16 MiB."""
+<token>`). Every request must name an allowed Host (loopback names, IP addresses, `RMSNORM_ALLOWED_HOSTS`); a write
+sent by a page of another origin is 403 and a write body not sent as `application/json` 415. Bodies are capped (413):
+1 MiB, imports 16 MiB. A stream silent for 4 s gets a `heartbeat` line."""
 
 
 PLOTLY_JS = "plotly-basic.min.js"  # static/vendor/: plotly.js's partial bundle of the traces the page draws

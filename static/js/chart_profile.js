@@ -43,7 +43,7 @@ export function drawProfile({ el, caption, rows, shape, scheme, theme, multiRun,
         marker: { color, opacity: 1 - (0.55 * j) / Math.max(1, kernels.length), line: { color: theme.plotBg, width: 1 } },
         text: [k.name.length > 28 ? `${k.name.slice(0, 26)}…` : k.name], textposition: "inside", insidetextanchor: "middle",
         textfont: { size: 10 },
-        hovertemplate: `<b>${esc(r.impl)}</b><br>${unit} ${esc(k.name)}<br>${(k.median_us ?? 0).toFixed(2)} µs` +
+        hovertemplate: `${esc(r.impl)}<br>${unit} ${esc(k.name)}<br>${(k.median_us ?? 0).toFixed(2)} µs` +
           `${k.calls > 1 ? ` (${k.calls} launches)` : ""}<extra></extra>`,
       });
     });
@@ -51,7 +51,7 @@ export function drawProfile({ el, caption, rows, shape, scheme, theme, multiRun,
       traces.push({
         type: "bar", x: [names[i]], y: [r.profile.gap_us], name: "gap", showlegend: false, meta: { kind: "gap", impl: r.impl },
         marker: { color: "rgba(0,0,0,0)", line: { color: theme.muted, width: 1 }, pattern: { shape: "/", fgcolor: theme.muted } },
-        hovertemplate: `<b>${esc(r.impl)}</b><br>${gapWords} ${r.profile.gap_us.toFixed(2)} µs<extra></extra>`,
+        hovertemplate: `${esc(r.impl)}<br>${gapWords} ${r.profile.gap_us.toFixed(2)} µs<extra></extra>`,
       });
     }
   });

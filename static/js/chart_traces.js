@@ -87,9 +87,9 @@ export const mib = (bytes) => { const v = bytes / 2 ** 20; return v >= 100 ? v.t
 
 function note(r, isBest) {
   const out = [];
-  if (r.status === "wrong") out.push(`<b>wrong</b>: ${esc(r.reason || "off the fp64 reference")} (never ranked)`);
+  if (r.status === "wrong") out.push(`wrong: ${esc(r.reason || "off the fp64 reference")} (never ranked)`);
   if (Number.isFinite(r.host_us)) {
-    out.push(cpuBound(r) ? `host ${num(r.host_us, 1)} µs > GPU ${num(r.median_us, 1)} µs: <b>CPU-bound here</b>`
+    out.push(cpuBound(r) ? `host ${num(r.host_us, 1)} µs > GPU ${num(r.median_us, 1)} µs: CPU-bound here`
       : `host ${num(r.host_us, 1)} µs`);
   }
   if (Array.isArray(r.round_medians_us) && r.round_medians_us.length > 1) {
@@ -135,7 +135,7 @@ export function panelTraces({ sources, pass, keep, view, scheme, ink, x = "N" })
         num(r.q1_us), num(r.q3_us), note(r, bestSet.has(r)), r.status,
       ]);
       const hovertemplate =
-        "<b>%{customdata[0]}</b> · %{customdata[9]}<br>M=%{customdata[1]}  N=%{customdata[2]}  %{customdata[3]}" +
+        "%{customdata[0]} · %{customdata[9]}<br>M=%{customdata[1]}  N=%{customdata[2]}  %{customdata[3]}" +
         "<br>median %{customdata[4]:.2f} µs · IQR %{customdata[10]} – %{customdata[11]} µs" +
         "<br>min–max %{customdata[5]:.2f} – %{customdata[6]:.2f} µs" +
         "<br>%{customdata[7]:.1f} GB/s · %{customdata[8]:.1f}% of ceiling%{customdata[12]}<extra></extra>";

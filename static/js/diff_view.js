@@ -160,7 +160,7 @@ export class DiffView {
         const pct = (r.ratio - 1) * 100;
         groups.get(name).points.push({
           N: r.N, y: pct, key: r.key,
-          hover: `<b>${r.impl}</b> · ${r.key}<br>${pct >= 0 ? "+" : ""}${pct.toFixed(1)} % (new/base ${r.ratio.toFixed(3)})` +
+          hover: `${r.impl} · ${r.key}<br>${pct >= 0 ? "+" : ""}${pct.toFixed(1)} % (new/base ${r.ratio.toFixed(3)})` +
             `<br>base ${r.base_GBps.toFixed(1)} GB/s → new ${r.new_GBps.toFixed(1)} GB/s`,
         });
       }

@@ -157,7 +157,7 @@ export class Views {
           const sp = r.GBps / b;
           groups.get(name).points.push({
             N: r.N, y: sp, key: shapeKey(r),
-            hover: `<b>${r.impl}</b> · ${s.label}<br>M=${r.M}  N=${r.N}  ${r.dtype}<br>${sp.toFixed(2)}× ${baseline}` +
+            hover: `${r.impl} · ${s.label}<br>M=${r.M}  N=${r.N}  ${r.dtype}<br>${sp.toFixed(2)}× ${baseline}` +
               `<br>${r.GBps.toFixed(1)} GB/s vs ${b.toFixed(1)} GB/s`,
           });
         }

@@ -10,7 +10,7 @@ from app.settings import Settings
 
 def test_docs_page_loads_only_local_assets(tmp_path):
     app = create_app(Settings.from_env(data_dir=tmp_path, start_workers=False))
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://127.0.0.1") as client:  # a loopback Host (testserver is refused)
         page = client.get("/docs")
         assert page.status_code == 200
         urls = re.findall(r'(?:src|href|url)\s*[=:]\s*["\']([^"\']+)["\']', page.text)
