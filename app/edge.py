@@ -317,6 +317,26 @@ def quoted_input(value):
     return value
 
 
+def client_errors(errors, prefix: tuple = ()) -> list[dict]:
+    """Validation errors as a 422 body shows them: ``loc`` after ``prefix``, no docs URL, the input quoted short
+    (`quoted_input`) and finite (JSON has no NaN), ``ctx`` values as text where they are not plain values."""
+    from app.ndjson import finite
+
+    out = []
+    for err in errors:
+        err = dict(err)
+        err.pop("url", None)
+        if prefix:
+            err["loc"] = [*prefix, *err.get("loc", ())]
+        err["input"] = finite(quoted_input(err.get("input")))
+        ctx = err.get("ctx")
+        if isinstance(ctx, dict):
+            err["ctx"] = {k: (v if isinstance(v, (str, int, float, bool, type(None))) else str(v))
+                          for k, v in ctx.items()}
+        out.append(err)
+    return out
+
+
 def parse_json(body: bytes) -> Any:
     """Parse a JSON body; raises `BodyError` (422: not JSON, or a non-finite number naming the field)."""
     try:

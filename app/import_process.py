@@ -61,20 +61,10 @@ _stores: dict = {}
 def import_body(db_path: str, body: bytes, label: str | None) -> dict:
     from pydantic import ValidationError
 
-    from app.edge import BodyError, parse_json, quoted_input
+    from app.edge import BodyError, client_errors, parse_json
     from app.schemas import RunFileUpload
     from app.store import Store
     from engine.summary import NonFiniteResult
-
-    def errors(found: list[dict], prefix: tuple = ()) -> dict:
-        out = []
-        for err in found:
-            ctx = err.get("ctx")
-            out.append({"type": err.get("type"), "loc": ["body", *prefix, *err.get("loc", ())], "msg": err.get("msg"),
-                        "input": quoted_input(err.get("input")),
-                        **({"ctx": {k: v if isinstance(v, (str, int, float, bool, type(None))) else str(v)
-                                    for k, v in ctx.items()}} if isinstance(ctx, dict) else {})})
-        return {"errors": out}
 
     try:
         value = parse_json(body)
@@ -82,8 +72,8 @@ def import_body(db_path: str, body: bytes, label: str | None) -> dict:
         return {"errors": exc.errors}
     try:
         document = RunFileUpload.model_validate(value, strict=True)
-    except ValidationError as exc:
-        return errors(exc.errors(include_url=False))
+    except ValidationError as exc:  # quoted here: the whole file may be an error's input, not worth sending back
+        return {"errors": client_errors(exc.errors(include_url=False), prefix=("body",))}
     checked = document.model_dump(mode="json", exclude_none=False)
     if not checked.get("headers"):
         checked.pop("headers", None)
@@ -91,7 +81,6 @@ def import_body(db_path: str, body: bytes, label: str | None) -> dict:
     try:
         imported = store.import_run(checked, source="import", undelete=True, label=label)
     except NonFiniteResult as exc:
-        row = checked["rows"][exc.row]
-        return errors([{"type": "finite_number", "loc": ("rows", exc.row, exc.field), "msg": str(exc),
-                        "input": row.get(exc.field)}])
+        return {"errors": [{"type": "finite_number", "loc": ["body", "rows", exc.row, exc.field], "msg": str(exc),
+                            "input": checked["rows"][exc.row].get(exc.field)}]}
     return {"run_id": document.run.run_id, "imported": imported, "rows": len(document.rows)}

@@ -20,7 +20,7 @@ from fastapi_offline import FastAPIOffline
 from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddleware
 
 from app import import_process
-from app.edge import BodyLimit, HostAndHeaders, quoted_input, security_headers
+from app.edge import BodyLimit, HostAndHeaders, client_errors, security_headers
 from app.settings import Settings, get_settings
 from app.state import Service
 from engine.catalog import prepare_process
@@ -118,18 +118,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         from fastapi.encoders import jsonable_encoder
 
-        from app.ndjson import finite
-
-        errors = []
-        for err in exc.errors():
-            err = dict(err)
-            err.pop("url", None)
-            err["input"] = finite(quoted_input(err.get("input")))  # NaN / Infinity: JSON cannot carry them
-            ctx = err.get("ctx")
-            if isinstance(ctx, dict):
-                err["ctx"] = {k: (v if isinstance(v, (str, int, float, bool, type(None))) else str(v))
-                              for k, v in ctx.items()}
-            errors.append(err)
+        errors = client_errors(exc.errors())
         return JSONResponse(status_code=422, content={"detail": jsonable_encoder(errors, custom_encoder={
             bytes: lambda b: b.decode("utf-8", "replace")})})
 
