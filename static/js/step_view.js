@@ -121,8 +121,8 @@ export class StepView {
         const name = [pairName(pair), varyD ? p.dtype : null, varyM ? `M=${p.M}` : null].filter(Boolean).join(" · ");
         if (!groups.has(name)) groups.set(name, { name, impl: pair[1], pair, dash: pair[0] === pair[1] ? 0 : 1, points: [] });
         groups.get(name).points.push({ N: p.N, y: p.us, key: p.key, p,
-          hover: `<b>forward ${pair[0]} + backward ${pair[1]}</b><br>M=${p.M}  N=${p.N}  ${p.dtype}` +
-            `<br>${p.fwd.median_us.toFixed(2)} µs + ${p.bwd.median_us.toFixed(2)} µs = <b>${p.us.toFixed(2)} µs</b>` +
+          hover: `forward ${pair[0]} + backward ${pair[1]}<br>M=${p.M}  N=${p.N}  ${p.dtype}` +
+            `<br>${p.fwd.median_us.toFixed(2)} µs + ${p.bwd.median_us.toFixed(2)} µs = ${p.us.toFixed(2)} µs` +
             `<br>peak memory: forward ${peakText(p.fwd)}, backward ${peakText(p.bwd)}` });
       }
     }
@@ -134,7 +134,7 @@ export class StepView {
     const base = new Map(stepPoints(this.sources(), [[baseline, baseline]], filter)[0].points.map((p) => [p.key, p.us]));
     const speed = list.map((g) => ({ ...g, points: g.points.filter((q) => base.has(q.key)).map((q) => ({
       N: q.N, key: q.key, y: base.get(q.key) / q.y,
-      hover: `<b>${pairName(g.pair)}</b> · ${q.key}<br>${(base.get(q.key) / q.y).toFixed(2)}× ${baseline} (both passes)` +
+      hover: `${pairName(g.pair)} · ${q.key}<br>${(base.get(q.key) / q.y).toFixed(2)}× ${baseline} (both passes)` +
         `<br>${q.y.toFixed(2)} µs vs ${base.get(q.key).toFixed(2)} µs` })) }));
     drawPanel(this.els.altBwd, "bwd", { groups: speed, ref: 1, refName: `${baseline} + ${baseline} (1×)`,
       yTitle: `speedup over ${baseline} (×, fwd+bwd time)`, title: `Forward + backward: speedup over ${baseline}'s own pair`,

@@ -83,10 +83,10 @@ export class TrendView {
       const pts = s.points.filter((p) => p.index != null);
       if (!pts.length) continue;
       points += pts.length;
-      const hover = (p) => `<b>${s.impl}</b> · ${this.name(p.run_id)}<br>commit ${String(p.git_commit ?? "?").slice(0, 10)}` +
+      const hover = (p) => `${s.impl} · ${this.name(p.run_id)}<br>commit ${String(p.git_commit ?? "?").slice(0, 10)}` +
         (p.ratio == null ? `<br>first run: ${p.shapes} shapes, geomean ${p.GBps.toFixed(1)} GB/s`
           : `<br>vs ${this.name(p.base_run_id)}: ${p.shared} shared shapes<br>geomean ${p.base_GBps.toFixed(1)} → ${p.new_GBps.toFixed(1)} GB/s` +
-            ` (${p.ratio.toFixed(3)}×)${p.regression ? "<br><b>✗ regression</b>" : ""}`);
+            ` (${p.ratio.toFixed(3)}×)${p.regression ? "<br>✗ regression" : ""}`);
       traces.push({
         type: "scatter", mode: "lines+markers", name: s.impl, x: pts.map((p) => ticks[order.get(p.run_id)]), y: pts.map((p) => p.index),
         text: pts.map(hover), hovertemplate: "%{text}<extra></extra>", customdata: pts.map((p) => [s.impl, p.run_id, p.regression]),
