@@ -29,12 +29,15 @@ def slow_sweep(cases_m: list[int], **extra) -> dict:
             "repetitions": 4, "warmup": 1, **extra}
 
 
-def read_stream(response) -> list[tuple[float, dict]]:
-    """(arrival epoch seconds, line) for every NDJSON line of a streaming httpx/TestClient response."""
+def read_stream(response, heartbeats: bool = False) -> list[tuple[float, dict]]:
+    """(arrival epoch seconds, line) for every NDJSON line of a streaming httpx/TestClient response; ``heartbeat``
+    lines (sent when a case keeps the stream silent for a few seconds, as on a busy machine) only if asked for."""
     out = []
     for raw in response.iter_lines():
         if raw.strip():
-            out.append((time.time(), json.loads(raw)))
+            line = json.loads(raw)
+            if heartbeats or line.get("type") != "heartbeat":
+                out.append((time.time(), line))
     return out
 
 
@@ -42,11 +45,11 @@ def lines_of(stream: list[tuple[float, dict]], kind: str) -> list[dict]:
     return [line for _, line in stream if line["type"] == kind]
 
 
-def post_stream(base_url: str, body: dict, timeout: float = 120.0, **kw) -> list[tuple[float, dict]]:
+def post_stream(base_url: str, body: dict, timeout: float = 120.0, heartbeats: bool = False, **kw) -> list[tuple[float, dict]]:
     with httpx.stream("POST", base_url + "/benchmark", json=body, timeout=timeout, **kw) as response:
         assert response.status_code == 200, response.read()
         assert response.headers["content-type"].startswith("application/x-ndjson")
-        return read_stream(response)
+        return read_stream(response, heartbeats)
 
 
 def wait_for(predicate, timeout: float = 60.0, interval: float = 0.1, what: str = "condition"):

@@ -124,7 +124,7 @@ def test_stream_lines_in_order(client):
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("application/x-ndjson")
         assert "content-encoding" not in response.headers  # issue 35: the rows stream uncompressed, as measured
-        stream = read_stream(response)
+        stream = read_stream(response)  # (heartbeat lines left out)
     kinds = [line["type"] for _, line in stream]
     assert kinds[0] == "queued" and stream[0][1]["position"] == 0 and stream[0][1]["device"] == "cpu:0"
     assert kinds[1] == "header" and kinds[-1] == "summary"

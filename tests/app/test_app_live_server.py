@@ -61,6 +61,7 @@ def test_curl_streams_ndjson(server):
     out = subprocess.run(["curl", "-sN", "-X", "POST", f"{server.url}/benchmark", "-H",
                           "content-type: application/json", "-d", body], capture_output=True, text=True, timeout=120)
     lines = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    lines = [line for line in lines if line["type"] != "heartbeat"]  # a slow case on a busy machine may send some
     assert [line["type"] for line in lines] == ["queued", "header", "row", "row", "summary"]
 
 

@@ -48,6 +48,7 @@ def test_write_rule(tmp_path):
 
 
 def _write_request(headers: dict, server=("127.0.0.1", 8000)) -> Request:
+    headers = {"content-type": "application/json", **headers}  # a JSON write, as the page and curl send it
     return Request({"type": "http", "method": "POST", "path": "/benchmark", "server": server, "headers":
                     [(k.lower().encode(), v.encode()) for k, v in headers.items()]})
 
@@ -55,7 +56,11 @@ def _write_request(headers: dict, server=("127.0.0.1", 8000)) -> Request:
 def test_require_write_access_answers_with_the_rule(tmp_path):
     from fastapi import HTTPException
 
-    from app.auth import request_exposed, require_write_access
+    from app.auth import request_exposed
+    from app.auth import require_write_access as check_write
+
+    def require_write_access(*args, **kwargs):  # a coroutine: FastAPI awaits it
+        return asyncio.run(check_write(*args, **kwargs))
 
     guarded = Settings.from_env(data_dir=tmp_path, results_dir="", api_token="s3cret")
     with pytest.raises(HTTPException) as missing:

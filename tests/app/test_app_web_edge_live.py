@@ -32,7 +32,7 @@ def server(module_tmp):
 def test_a_long_case_sends_heartbeat_lines(server):
     """One slow-eager case of ≥ 1.5 s (30 calls of ≥ 50 ms): the stream sends a heartbeat whenever it was silent for
     RMSNORM_HEARTBEAT_S, so no gap between lines is much longer than that (it was the whole case)."""
-    stream = post_stream(server.url, slow_sweep([8], repetitions=30, warmup=1, verify=False))
+    stream = post_stream(server.url, slow_sweep([8], repetitions=30, warmup=1, verify=False), heartbeats=True)
     beats = lines_of(stream, "heartbeat")
     run_id = lines_of(stream, "queued")[0]["run_id"]
     assert len(beats) >= 2, [line["type"] for _, line in stream]
