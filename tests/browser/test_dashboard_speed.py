@@ -73,7 +73,7 @@ def first_chart_s(browser, guard, server):
         seen = page.evaluate("window.__seen")
         resources = page.evaluate("performance.getEntriesByType('resource').map((e) => ({name: e.name, start: e.startTime,"
                                   " end: e.responseEnd, bytes: e.transferSize, body: e.decodedBodySize}))")
-        page.wait_for_function("window.dashboardReady === true")
+        page.wait_for_function("() => window.dashboardReady === true")
         return elapsed, seen, resources
     finally:
         context.close()
