@@ -16,6 +16,6 @@ def test_a_run_with_a_tuned_table_names_it_above_the_charts(make_page):
     configs = header["kernel_configs"]
     assert configs["source"] == "table" and configs["table"]
     page = make_page(path=f"/?runs={header['run_id']}")
-    page.wait_for_function("document.querySelector('#chart-sources').innerText.includes('kernel configs')")
+    page.wait_for_function("() => document.querySelector('#chart-sources').innerText.includes('kernel configs')")
     text = page.locator("#chart-sources").inner_text()
     assert f"kernel configs: {configs['table']} tuned on {configs['device']} {configs['created_at'][:10]}" in text
