@@ -89,6 +89,13 @@ class DeviceWorker:
     def row_device(self) -> RowDevice:
         return row_device(self.info, self.label)
 
+    def traits(self) -> dict:
+        """What a request may name to choose this device: its model (the device's name, once known), this host."""
+        import socket
+
+        name = self.info.name if self.info is not None else None
+        return {"model": name or self.kind, "models": [name] if name else [], "nodes": [socket.gethostname()]}
+
     def describe(self) -> dict:
         info = self.info
         return {

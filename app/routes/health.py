@@ -59,6 +59,11 @@ def health(service: Service = Depends(get_service), settings: Settings = Depends
     else:
         names = sorted({d["name"] for d in gpus})
         message = f"{len(gpus)} GPU worker(s): {', '.join(names)}; one job at a time per GPU"
+    fleet = service.fleet.status(devices) if service.fleet is not None else None
+    if fleet is not None:
+        hosts = sorted({node["host"] for node in fleet["nodes"]})
+        message = (f"Ray fleet: {len(gpus)} GPU(s) on {len(fleet['nodes'])} node(s) ({', '.join(hosts)}), "
+                   f"{fleet['ready']} ready; one job at a time per GPU")
     checked = self_check_state(settings, devices)
     document = Health(
         version=package_version(),
@@ -70,6 +75,7 @@ def health(service: Service = Depends(get_service), settings: Settings = Depends
         max_queue=settings.max_queue,
         token_required=exposed and not settings.allow_no_token,
         message=message,
+        fleet=fleet,
         self_check=checked,
     )
     if checked is not None and checked["ok"] is False:
