@@ -88,8 +88,10 @@ class Scheduler:
     # -- requests -------------------------------------------------------------------------------------------------
 
     def traits(self, label: str) -> dict:
-        """What a request may name to choose this device: its GPU model, its node (`app.queues.Traits`)."""
-        return self.workers[label].traits()
+        """What a request may name to choose this device: its GPU model, its node (`app.queues.Traits`); a worker
+        handle that does not say is known by its label alone."""
+        traits = getattr(self.workers[label], "traits", None)
+        return traits() if traits is not None else {"model": label.partition(":")[0], "models": [], "nodes": []}
 
     def candidates(self, request: BenchmarkRequest) -> list[str]:
         """The devices a request may use (raises `UnknownDevice` / `UnknownNode`)."""
