@@ -69,7 +69,8 @@ def health(service: Service = Depends(get_service), settings: Settings = Depends
         version=package_version(),
         device="cpu" if cpu_only else gpus[0]["name"],
         cpu_only=cpu_only,
-        triton_native=_triton_native(),
+        # a fleet's kernels compile on its nodes: what their actors run on, not this (perhaps GPU-less) machine
+        triton_native=(any(d.get("kind") == "cuda" for d in devices) if fleet is not None else _triton_native()),
         ceiling_GBps=first.get("ceiling_GBps"),
         gpus=devices,
         max_queue=settings.max_queue,

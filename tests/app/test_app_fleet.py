@@ -81,6 +81,7 @@ def test_health_lists_the_fleet(server):
     assert health["fleet"]["ready"] == 3 and "Ray fleet: 3 GPU(s) on 2 node(s)" in health["message"]
     # the driver's own Ray socket listens on every address; the service's HTTP socket is loopback: no token
     assert health["token_required"] is False
+    assert health["triton_native"] is False  # the actors measure on the CPU: the page offers the interpreter
 
 
 def test_placement_by_gpu_model_and_node(server):
@@ -109,6 +110,17 @@ def test_placement_by_gpu_model_and_node(server):
         response = httpx.post(server.url + "/benchmark", json={**one, **change}, timeout=30)
         assert response.status_code == 422, (change, response.text)
         assert any(field in err["loc"] for err in response.json()["detail"]), response.text
+
+
+def test_the_services_write_rules_hold_on_a_fleet(server):
+    one = {**TINY_SWEEP, "implementations": ["eager"], "passes": ["fwd"], "M": [8]}
+    response = httpx.post(server.url + "/benchmark", json=one, headers={"Host": "rebound.example"}, timeout=30)
+    assert response.status_code == 403 and "Host" in response.json()["detail"]  # no DNS rebinding
+    response = httpx.post(server.url + "/benchmark", content=b"{" + b" " * (2 << 20) + b"}",
+                          headers={"content-type": "application/json"}, timeout=30)
+    assert response.status_code == 413
+    response = httpx.post(server.url + "/benchmark", json={**one, "ray_address": "10.9.9.9:6379"}, timeout=30)
+    assert response.status_code == 422 and "ray_address" in response.text  # configuration, never a request's
 
 
 def test_split_across_actors_each_row_tagged(server):
@@ -187,6 +199,32 @@ def test_actor_killed_mid_sweep_gives_an_error_row_and_the_sweep_completes(serve
     health = wait_for(lambda: (h := server.health()) and by_label(h)[victim]["ready"] and h, timeout=120,
                       what="the killed actor's GPU back")
     assert by_label(health)[victim]["restarts"] == result["restarts"] + 1
+
+
+@pytest.mark.browser
+def test_the_page_lists_the_fleet(server):
+    from playwright.sync_api import sync_playwright
+
+    health = server.health()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=os.environ.get("RMSNORM_CHROMIUM", "/usr/bin/chromium"),
+                                    args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page()
+            page.goto(server.url + "/")
+            fleet = page.locator("#fleet")
+            fleet.locator("summary").wait_for(state="visible", timeout=60_000)
+            assert fleet.locator("summary").inner_text() == "Fleet: 2 nodes, 3 GPUs (3 ready)"
+            fleet.locator("summary").click()
+            rows = [row.split("\t") for row in fleet.locator("tbody tr").all_inner_texts()]
+            assert sorted(row[1] for row in rows) == ["cuda:0", "cuda:1", "cuda:2"]
+            assert all(row[-1] == "ready" for row in rows), rows
+            assert sorted(row[3].rsplit("[", 1)[1].rstrip("]") for row in rows) == ["A100", "A100", "H100"]
+            options = page.locator("#device option").all_inner_texts()
+            assert {"any H100 (the least busy)", "any A100 (the least busy)"} <= set(options)
+            assert all(any(o.startswith(d["label"] + ":") and d["host"] in o for o in options) for d in health["gpus"])
+        finally:
+            browser.close()
 
 
 def test_node_leaving_mid_sweep_errors_its_cases_and_the_rest_goes_on(server, cluster):
