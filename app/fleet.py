@@ -74,6 +74,7 @@ class RayFleet:
         from app.ray_worker import NAMESPACE
 
         if not ray.is_initialized():
+            _reachable(self.address)
             before = set(listening_sockets())
             try:
                 ray.init(address=self.address, namespace=NAMESPACE, log_to_driver=False,
@@ -193,3 +194,18 @@ class RayFleet:
                                                       "ready")} for d in mine],
             })
         return {"nodes": out, "gpus": len(self.slots), "ready": sum(1 for d in devices if d.get("ready"))}
+
+
+def _reachable(address: str, timeout: float = 10.0) -> None:
+    """A ``host:port`` address must answer a TCP connection first: ``ray.init`` would wait for minutes on one where
+    nothing listens (``auto`` and ``ray://`` addresses are left to Ray)."""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if address == "auto" or "://" in address or not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise FleetUnavailable(f"could not join the Ray cluster at {address!r}: nothing answers there ({exc}); "
+                               "start its head with `ray start --head --port=PORT`") from None

@@ -370,7 +370,13 @@ def cmd_serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     plugins = _plugins(args)
     if plugins:
         kwargs["plugins"] = plugins
-    serve(**kwargs)
+    from app.fleet import FleetUnavailable
+
+    try:
+        serve(**kwargs)
+    except FleetUnavailable as exc:  # --ray: no Ray here, nothing at that address, or a cluster without GPUs
+        print(f"rmsnorm-dash serve: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

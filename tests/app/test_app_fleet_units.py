@@ -71,3 +71,16 @@ def test_a_socket_marked_not_http_does_not_expose_the_service(monkeypatch):
     monkeypatch.setattr(edge, "listening_sockets", lambda: {"111": "127.0.0.1", "222": "::", "333": "0.0.0.0"})
     edge.not_http(set())
     assert edge.reached_exposed({"server": ("127.0.0.1", 8000)})  # a socket bound later (uvicorn's) still counts
+
+
+def test_an_address_where_nothing_listens_is_refused_at_once():
+    """Not minutes of ray.init retries: `serve --ray` says what is wrong (the CLI prints it and exits 1)."""
+    import time
+
+    from app.fleet import FleetUnavailable
+    from app.live_server import free_port
+
+    started = time.monotonic()
+    with pytest.raises(FleetUnavailable, match="nothing answers there"):
+        RayFleet(f"127.0.0.1:{free_port()}").connect()
+    assert time.monotonic() - started < 30
