@@ -11,7 +11,6 @@ find in Ray's own tools. A restarted actor on the same node reuses the ceiling i
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any, Optional
 
@@ -22,10 +21,9 @@ from app.worker_protocol import (
     WorkerCommandFailed,
     WorkerDied,
     WorkerStartFailed,
-    label_index,
     tag_device,
 )
-from app.worker_handle import START_RETRY_S, STARTUP_TIMEOUT_S
+from app.worker_handle import START_RETRY_S, STARTUP_TIMEOUT_S, WorkerHandle
 from engine.models import Case, DeviceInfo, ResultRow, RowDevice, RunHeader, Sweep
 
 NAMESPACE = "rmsnorm-dashboard"
@@ -39,31 +37,16 @@ def actor_name(label: str) -> str:
     return f"rmsnorm-{label}"
 
 
-class RayWorker:
+class RayWorker(WorkerHandle):
     """One GPU slot of the fleet (`app.fleet.Slot`) and the actor that measures on it. One dispatcher thread
     drives it; ``kill`` may come from another (shutdown)."""
 
     def __init__(self, label: str, slot, fleet, plugins: tuple[str, ...] = (), ceiling_bytes: int | None = None,
                  self_check: bool = False) -> None:
-        self.label = label
-        self.kind = "cuda"
-        self.index = label_index(label)
+        super().__init__(label, plugins, ceiling_bytes, self_check)
         self.slot = slot
         self.fleet = fleet
-        self.plugins = tuple(plugins)
-        self.ceiling_bytes = ceiling_bytes
-        self.self_check = self_check
-        self.known_ceiling: Any = None
-        self.self_check_result: dict | None = None
-        self.info: DeviceInfo | None = None
-        self.start_error: str | None = None
-        self.restarts = 0
-        self.last_death: str | None = None
         self._actor = None
-        self._ready = False
-        self._run_id: str | None = None
-        self._failed_at = 0.0
-        self._lock = threading.RLock()
 
     # -- state ---------------------------------------------------------------------------------------------------
 
@@ -135,11 +118,7 @@ class RayWorker:
             except WorkerDied as exc:
                 self._start_failed(f"its Ray actor died while starting ({self.last_death or exc})")
             if isinstance(hello, Ready):
-                self.info = hello.info
-                self.known_ceiling = self.known_ceiling or hello.ceiling
-                self.self_check_result = self.self_check_result or hello.self_check
-                self._ready, self.start_error = True, None
-                return self.info
+                return self._greeted(hello)
             text = hello.traceback if isinstance(hello, StartFailed) else f"unexpected answer {hello!r}"
             self._start_failed(text.strip().splitlines()[-1], detail=text)
 

@@ -41,9 +41,9 @@ START_RETRY_S = 30.0
 END_TIMEOUT_S = 30.0
 
 
-class DeviceWorker:
-    """One worker process. Not thread-safe by design: one dispatcher thread drives it (a lock guards against
-    misuse)."""
+class WorkerHandle:
+    """What every worker handle the scheduler drives keeps and reports, whatever runs the engine: a local process
+    (`DeviceWorker`) or a Ray actor on a GPU of a cluster (`app.ray_worker.RayWorker`)."""
 
     def __init__(self, label: str, plugins: tuple[str, ...] = (), ceiling_bytes: int | None = None,
                  self_check: bool = False) -> None:
@@ -60,12 +60,30 @@ class DeviceWorker:
         self.start_error: str | None = None
         self.restarts = 0
         self.last_death: str | None = None
-        self._process = None
-        self._conn = None
         self._ready = False
         self._run_id: str | None = None
         self._failed_at = 0.0
         self._lock = threading.RLock()
+
+    def _greeted(self, message: Ready) -> DeviceInfo:
+        """The worker said it is ready: its device, the ceiling it measured (kept for a restart), its self-check."""
+        self.info = message.info
+        self.known_ceiling = self.known_ceiling or message.ceiling
+        self.self_check_result = self.self_check_result or message.self_check
+        self._ready = True
+        self.start_error = None
+        return self.info
+
+
+class DeviceWorker(WorkerHandle):
+    """One worker process. Not thread-safe by design: one dispatcher thread drives it (a lock guards against
+    misuse)."""
+
+    def __init__(self, label: str, plugins: tuple[str, ...] = (), ceiling_bytes: int | None = None,
+                 self_check: bool = False) -> None:
+        super().__init__(label, plugins, ceiling_bytes, self_check)
+        self._process = None
+        self._conn = None
         self._context = multiprocessing.get_context("spawn")
 
     # -- state ---------------------------------------------------------------------------------------------------
@@ -140,12 +158,7 @@ class DeviceWorker:
                 self.start()
             message = self._receive(timeout)
             if isinstance(message, Ready):
-                self.info = message.info
-                self.known_ceiling = self.known_ceiling or message.ceiling
-                self.self_check_result = self.self_check_result or message.self_check
-                self._ready = True
-                self.start_error = None
-                return self.info
+                return self._greeted(message)
             text = message.traceback if isinstance(message, StartFailed) else f"unexpected answer {message!r}"
             self.start_error = f"worker for {self.label} could not start: {text.strip().splitlines()[-1]}"
             self._failed_at = time.monotonic()

@@ -2,7 +2,7 @@
 # Issue 37 on a lent GPU machine (one card is enough): a Ray head with that GPU, the service pointed at it
 # (serve --ray), a GPU sweep streamed through `curl -N`, then the overhead per case of Ray against the local worker
 # (bench/fleet_overhead.py; target ≤ +5 % wall time per case). Output under $OUT.
-# The wheels: on the CPU machine `bash bench/fetch_wheels.sh && bash bench/fetch_ray_wheels.sh` (the ray wheel is
+# The wheels: on the CPU machine `WITH_RAY=1 bash bench/fetch_wheels.sh` (the ray wheel is
 # ~79 MB, so it comes in two halves over two calls; the machine keeps /var/tmp between calls while it is warm):
 #
 #   bash bench/ray_gpu.sh stash-a            # call 1, carry: .whl .whlr/deps .whlr/ray.part.aa .whlr/ray.name

@@ -86,8 +86,10 @@ async def benchmark(
             pass
 
     try:
-        jobs = service.scheduler.submit_group(body, sweep, cases, listener=listener,
-                                              each_model=body.fleet == "each-model")
+        if body.fleet == "each-model":
+            jobs = service.scheduler.submit_group(body, sweep, cases, listener=listener)
+        else:
+            jobs = [service.scheduler.submit(body, sweep, cases, listener=listener)]
     except UnknownDevice as exc:
         raise _validation_error(exc.field, str(exc), getattr(body, exc.field)) from None
     except QueueFull as exc:
