@@ -16,7 +16,6 @@ from typing import Any, Optional
 
 from app.worker_protocol import (
     Ready,
-    RunFailed,
     StartFailed,
     WorkerCommandFailed,
     WorkerDied,
@@ -24,7 +23,7 @@ from app.worker_protocol import (
     tag_device,
 )
 from app.worker_handle import START_RETRY_S, STARTUP_TIMEOUT_S, WorkerHandle
-from engine.models import Case, DeviceInfo, ResultRow, RowDevice, RunHeader, Sweep
+from engine.models import Case, DeviceInfo, RowDevice, Sweep
 
 NAMESPACE = "rmsnorm-dashboard"
 """The Ray namespace of the dashboard's actors (their names are ``rmsnorm-<label>``)."""
@@ -148,39 +147,17 @@ class RayWorker(WorkerHandle):
 
     # -- a run ---------------------------------------------------------------------------------------------------
 
-    def begin(self, sweep: Sweep, run_id: str, implementations: list[str]) -> RunHeader:
-        with self._lock:
-            self.ensure_ready()
-            self._run_id = None
-            answer = self._wait(self._actor.begin.remote(sweep, run_id, list(implementations)), None)
-            if isinstance(answer, RunHeader):
-                self._run_id = run_id
-                return answer
-            raise WorkerCommandFailed(answer.message if isinstance(answer, RunFailed) else repr(answer))
+    # begin / measure: `WorkerHandle`'s, over these two calls on the actor
 
-    def measure(self, case: Case, timeout: float | None = None) -> ResultRow:
-        """The row of one case; after ``timeout`` seconds the actor is killed (`WorkerDied`)."""
-        with self._lock:
-            if self._run_id is None or not self.ready:
-                raise WorkerCommandFailed("no run was begun on this GPU")
-            answer = self._wait(self._actor.measure.remote(case), timeout,
-                                what=f"did not answer within {timeout or 0:.0f} s and was killed")
-            if isinstance(answer, ResultRow):
-                return answer
-            self._run_id = None
-            raise WorkerCommandFailed(answer.message if isinstance(answer, RunFailed) else repr(answer))
+    def _start_run(self, sweep: Sweep, run_id: str, implementations: list[str]):
+        return self._wait(self._actor.begin.remote(sweep, run_id, implementations), None)
 
-    def end(self) -> None:
-        with self._lock:
-            if self._run_id is None:
-                return
-            self._run_id = None
-            if not self.ready:
-                return
-            try:
-                self._wait(self._actor.end.remote(), END_TIMEOUT_S, what="did not end its run and was killed")
-            except WorkerDied:
-                pass
+    def _next_case(self, case: Case, timeout: float | None):
+        return self._wait(self._actor.measure.remote(case), timeout,
+                          what=f"did not answer within {timeout or 0:.0f} s and was killed")
+
+    def _end_run(self) -> None:
+        self._wait(self._actor.end.remote(), END_TIMEOUT_S, what="did not end its run and was killed")
 
     # -- plumbing ------------------------------------------------------------------------------------------------
 

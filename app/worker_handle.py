@@ -65,6 +65,45 @@ class WorkerHandle:
         self._failed_at = 0.0
         self._lock = threading.RLock()
 
+    # -- a run: the protocol is the same for every handle, only the way a message travels differs ---------------
+
+    def begin(self, sweep: Sweep, run_id: str, implementations: list[str]) -> RunHeader:
+        """Start the engine's run in the worker (starting the worker first if needed); returns its header.
+        Raises `WorkerDied`, `WorkerStartFailed` or `WorkerCommandFailed`."""
+        with self._lock:
+            self.ensure_ready()
+            if self._run_id is not None:
+                self.end()
+            answer = self._start_run(sweep, run_id, list(implementations))
+            if isinstance(answer, RunHeader):
+                self._run_id = run_id
+                return answer
+            raise WorkerCommandFailed(answer.message if isinstance(answer, RunFailed) else repr(answer))
+
+    def measure(self, case: Case, timeout: float | None = None) -> ResultRow:
+        """The row of one case of the current run; after ``timeout`` seconds the worker is killed (`WorkerDied`)."""
+        with self._lock:
+            if self._run_id is None or not self.ready:
+                raise WorkerCommandFailed("no run was begun in this worker")
+            answer = self._next_case(case, timeout)
+            if isinstance(answer, ResultRow):
+                return answer
+            self._run_id = None  # the engine's run ended with the failure
+            raise WorkerCommandFailed(answer.message if isinstance(answer, RunFailed) else repr(answer))
+
+    def end(self) -> None:
+        """End the current run (the worker waits for the next one); quiet when there is none or the worker is gone."""
+        with self._lock:
+            if self._run_id is None:
+                return
+            self._run_id = None
+            if not self.ready:
+                return
+            try:
+                self._end_run()
+            except WorkerDied:
+                return
+
     def _greeted(self, message: Ready) -> DeviceInfo:
         """The worker said it is ready: its device, the ceiling it measured (kept for a restart), its self-check."""
         self.info = message.info
@@ -194,47 +233,19 @@ class DeviceWorker(WorkerHandle):
 
     # -- a run ---------------------------------------------------------------------------------------------------
 
-    def begin(self, sweep: Sweep, run_id: str, implementations: list[str]) -> RunHeader:
-        """Start the engine's run in the worker (starting the worker first if needed); returns its header.
-        Raises `WorkerDied`, `WorkerStartFailed` or `WorkerCommandFailed`."""
-        with self._lock:
-            self.ensure_ready()
-            if self._run_id is not None:
-                self.end()
-            self._send(StartRun(sweep=sweep, run_id=run_id, implementations=list(implementations)))
-            answer = self._receive(None)
-            if isinstance(answer, RunHeader):
-                self._run_id = run_id
-                return answer
-            raise WorkerCommandFailed(answer.message if isinstance(answer, RunFailed) else repr(answer))
+    def _start_run(self, sweep: Sweep, run_id: str, implementations: list[str]):
+        self._send(StartRun(sweep=sweep, run_id=run_id, implementations=implementations))
+        return self._receive(None)
 
-    def measure(self, case: Case, timeout: float | None = None) -> ResultRow:
-        """The row of one case of the current run; after ``timeout`` seconds the process is killed (`WorkerDied`)."""
-        with self._lock:
-            if self._run_id is None or not self.ready:
-                raise WorkerCommandFailed("no run was begun in this worker")
-            self._send(NextCase(case=case))
-            answer = self._receive(timeout, what=f"did not answer within {timeout or 0:.0f} s and was killed")
-            if isinstance(answer, ResultRow):
-                return answer
-            self._run_id = None  # the engine's run ended with the failure
-            raise WorkerCommandFailed(answer.message if isinstance(answer, RunFailed) else repr(answer))
+    def _next_case(self, case: Case, timeout: float | None):
+        self._send(NextCase(case=case))
+        return self._receive(timeout, what=f"did not answer within {timeout or 0:.0f} s and was killed")
 
-    def end(self) -> None:
-        """End the current run (the worker waits for the next one); quiet when there is none or the worker is gone."""
-        with self._lock:
-            if self._run_id is None:
-                return
-            self._run_id = None
-            if not self.ready:
-                return
-            try:
-                self._send(EndRun())
-                answer = self._receive(END_TIMEOUT_S, what="did not end its run and was killed")
-            except WorkerDied:
-                return
-            if not isinstance(answer, RunEnded):
-                self._send_quietly(Stop())
+    def _end_run(self) -> None:
+        self._send(EndRun())
+        answer = self._receive(END_TIMEOUT_S, what="did not end its run and was killed")
+        if not isinstance(answer, RunEnded):
+            self._send_quietly(Stop())
 
     # -- plumbing ------------------------------------------------------------------------------------------------
 
