@@ -365,8 +365,9 @@ def cmd_serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         from app.main import serve
     except ImportError as exc:
         parser.error(f"serve needs the web extra (pip install 'rmsnorm-dashboard[web]'): {exc}")
-    kwargs = {"host": args.host, "port": args.port, "data_dir": args.data, "devices": args.devices,
-              "ray_address": args.ray}
+    kwargs = {"host": args.host, "port": args.port, "data_dir": args.data, "devices": args.devices}
+    if args.ray:
+        kwargs["ray_address"] = args.ray
     plugins = _plugins(args)
     if plugins:
         kwargs["plugins"] = plugins
