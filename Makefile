@@ -17,7 +17,7 @@ $(VENV)/.installed: $(BIN)/activate pyproject.toml constraints.txt
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q "$(TORCH_SPEC)"
 	$(BIN)/python -c "import triton" 2>/dev/null || $(BIN)/pip install -q "$(TRITON_SPEC)"
-	$(BIN)/pip install -q -c constraints.txt -e ".[web,test]"
+	$(BIN)/pip install -q -c constraints.txt -e ".[web,test,fleet]"
 	touch $@
 
 setup: $(VENV)/.installed

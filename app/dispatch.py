@@ -5,7 +5,11 @@ queueing, the stream, the store and the time limits.
 - Per job and device: `DeviceWorker.begin` (the worker's header, with its ceiling), then the job's cases, one
   at a time, each under ``case_timeout_s``; a split job's cases go to whichever device takes them first.
 - A worker that dies or hangs mid-case is restarted; that case becomes an error row (`engine.runner.error_row`)
-  and the run goes on in the new worker with the cases that are left.
+  and the run goes on in the new worker with the cases that are left. A device that cannot take up a split run
+  again (its worker will not start, its node left the fleet) leaves the cases left to the other devices.
+- The workers are local processes (`app.worker_handle.DeviceWorker`) or, with a Ray address, one actor per GPU
+  of the cluster (`app.ray_worker.RayWorker`, made by `app.fleet.RayFleet`): the same handle, driven the same way.
+- ``fleet: each-model`` is one job per GPU model among the devices the request may use, linked by a group id.
 - Cancel (the client went away) drops the cases not yet started; the case being measured finishes and is kept;
   the partial run stays in the store marked incomplete.
 
@@ -83,18 +87,51 @@ class Scheduler:
 
     # -- requests -------------------------------------------------------------------------------------------------
 
+    def traits(self, label: str) -> dict:
+        """What a request may name to choose this device: its GPU model, its node (`app.queues.Traits`); a worker
+        handle that does not say is known by its label alone."""
+        traits = getattr(self.workers[label], "traits", None)
+        return traits() if traits is not None else {"model": label.partition(":")[0], "models": [], "nodes": []}
+
+    def candidates(self, request: BenchmarkRequest) -> list[str]:
+        """The devices a request may use (raises `UnknownDevice` / `UnknownNode`)."""
+        return self.books.devices_for(request.device, getattr(request, "node", None), self.traits)
+
     def submit(self, request: BenchmarkRequest, sweep: Sweep, cases: list[Case], listener: Listener | None = None,
                run_id: str | None = None) -> Job:
         """Queue a job (raises `UnknownDevice`, `QueueFull`). Its first ``queued`` line is emitted before return."""
-        candidates = self.books.devices_for(request.device)
-        job = Job(run_id or new_run_id(), request, sweep, cases, listener)
+        return self.submit_group(request, sweep, cases, listener, run_id, each_model=False)[0]
+
+    def submit_group(self, request: BenchmarkRequest, sweep: Sweep, cases: list[Case], listener: Listener | None = None,
+                     run_id: str | None = None, each_model: bool = True) -> list[Job]:
+        """Queue one job, or with ``each_model`` one per GPU model among the request's devices (linked: each header
+        carries the ``group_id`` and every run id of the group). All are queued or none (`QueueFull`)."""
+        candidates = self.candidates(request)
+        groups = self.books.by_model(candidates, self.traits) if each_model else {None: candidates}
+        jobs = [(Job(run_id if len(groups) == 1 and run_id else new_run_id(), request, sweep, list(cases), listener),
+                 labels) for labels in groups.values()]
+        if each_model:
+            group_id = "group-" + new_run_id()
+            linked = [job.run_id for job, _ in jobs]
+            for (job, _), model in zip(jobs, groups):
+                job.group = {"group_id": group_id, "linked_runs": linked, "gpu_model": model}
         if not self._threads:
             self.start(warm=False)
         with self._cond:
             if self._stopping:
                 raise QueueFull("the service is shutting down")
-            self.books.admit(job, candidates, broken=lambda label: self.workers[label].start_error is not None)
-        return job
+            admitted: list[Job] = []
+            try:
+                for job, labels in jobs:
+                    self.books.admit(job, labels, broken=lambda label: self.workers[label].start_error is not None)
+                    admitted.append(job)
+            except QueueFull:
+                for job in admitted:  # all or none: a group half queued would be a comparison half made
+                    job.cancelled.set()
+                    self.books.withdraw(job, keep_active=False)
+                    self.books.live.discard(job.run_id)
+                raise
+        return [job for job, _ in jobs]
 
     def cancel(self, job: Job) -> None:
         """Drop the job's unstarted cases; it finishes (incomplete) once its in-flight case is back."""
@@ -121,7 +158,7 @@ class Scheduler:
     def gpu_sm_count(self) -> Optional[int]:
         """The SM count the first GPU worker reported, if any did."""
         return next((w.info.sm_count for w in self.workers.values()
-                     if w.kind == "cuda" and w.info is not None and w.info.sm_count), None)
+                     if w.info is not None and w.info.kind == "cuda" and w.info.sm_count), None)
 
     # -- one device's thread --------------------------------------------------------------------------------------
 
@@ -155,6 +192,9 @@ class Scheduler:
             return
         try:
             while True:
+                if not worker.in_run(job.run_id) and self._others_on(job, label) \
+                        and not self._begin(label, worker, job):
+                    return  # this device cannot take the run up again: the others measure the cases left
                 with self._cond:
                     if job.cancelled.is_set() or self._stopping or not job.pending:
                         return
@@ -162,6 +202,12 @@ class Scheduler:
                 self._record_row(job, self._measure(label, worker, job, case))
         finally:
             worker.end()
+
+    def _others_on(self, job: Job, label: str) -> bool:
+        """Whether another device is measuring the job, or has it queued (a split job)."""
+        with self._cond:
+            return any(other != label and (other in job.active or job in self.books.queues[other])
+                       for other in job.devices)
 
     def _begin(self, label: str, worker: DeviceWorker, job: Job) -> bool:
         """The engine's run begun in the worker (again, after a restart); its first header is recorded."""
@@ -206,8 +252,11 @@ class Scheduler:
     # -- the stream and the store ---------------------------------------------------------------------------------
 
     def _record_header(self, label: str, job: Job, header: RunHeader) -> None:
-        header = header.model_copy(update={"sweep": {**header.sweep, "split": job.request.split,
-                                                      "device": job.request.device}})
+        placement = {"split": job.request.split, "device": job.request.device}
+        for field in ("node", "fleet"):
+            if getattr(job.request, field, None) is not None:
+                placement[field] = getattr(job.request, field)
+        header = header.model_copy(update={"sweep": {**header.sweep, **placement}, **(job.group or {})})
         self.ceilings[label] = header.ceiling_GBps
         with self._cond:
             first = not job.headers

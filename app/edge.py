@@ -150,7 +150,24 @@ def listening_addresses() -> list[str]:
     return list(found)
 
 
+_NOT_HTTP: set[str] = set()
+"""Listening sockets of this process that serve no HTTP: a Ray driver's own (`app.fleet`), opened while it joined
+the cluster, before the HTTP server bound anything. They do not make the HTTP edge reachable from elsewhere."""
+
+
+def not_http(inodes: set[str]) -> None:
+    """Mark these listening sockets (`listening_sockets` keys) as not the HTTP edge's."""
+    global _listening
+    _NOT_HTTP.update(inodes)
+    _listening = None
+
+
 def _scan_listening_addresses() -> list[str]:
+    return [address for inode, address in listening_sockets().items() if inode not in _NOT_HTTP]
+
+
+def listening_sockets() -> dict[str, str]:
+    """inode → local address of every listening TCP socket of this process (Linux: /proc); {} where unreadable."""
     try:
         inodes = set()
         for fd in os.listdir("/proc/self/fd"):
@@ -160,7 +177,7 @@ def _scan_listening_addresses() -> list[str]:
                 continue
             if target.startswith("socket:["):
                 inodes.add(target[8:-1])
-        found = []
+        found = {}
         for table in ("/proc/net/tcp", "/proc/net/tcp6"):
             try:
                 lines = open(table).read().splitlines()[1:]
@@ -169,10 +186,10 @@ def _scan_listening_addresses() -> list[str]:
             for line in lines:
                 parts = line.split()
                 if len(parts) > 9 and parts[3] == "0A" and parts[9] in inodes:
-                    found.append(_hex_address(parts[1]))
+                    found[parts[9]] = _hex_address(parts[1])
         return found
     except OSError:
-        return []
+        return {}
 
 
 def reached_exposed(scope: Scope) -> bool:

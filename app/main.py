@@ -79,6 +79,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             service.scheduler.stop()
+            service.close()
 
     # FastAPIOffline: /docs and /redoc load Swagger UI / ReDoc from the package, not from a CDN.
     app = FastAPIOffline(title="rmsnorm-dashboard", version=package_version(), description=DESCRIPTION, lifespan=lifespan)
@@ -192,7 +193,10 @@ def install_openapi(app: FastAPI) -> None:
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         for name, definition in defs.get("$defs", {}).items():
             components.setdefault(name, definition)
-        name_this_servers_values(components["BenchmarkRequest"]["properties"], app.state.service.labels)
+        service = app.state.service
+        models = ([service.scheduler.traits(label)["model"].lower() for label in service.labels]
+                  if service.fleet is not None else [])
+        name_this_servers_values(components["BenchmarkRequest"]["properties"], service.labels, models)
         for operation in (op for path in schema["paths"].values() for op in path.values()):
             if "requestBody" in operation:  # BodyLimit: a Content-Length that is not a number
                 operation["responses"].setdefault("400", {"description": "a malformed request (Content-Length)",
@@ -204,9 +208,10 @@ def install_openapi(app: FastAPI) -> None:
     app.openapi = openapi
 
 
-def name_this_servers_values(sweep: dict, labels: list[str]) -> None:
+def name_this_servers_values(sweep: dict, labels: list[str], models: list[str] = ()) -> None:
     """The sweep fields whose valid values depend on this server, as enums in its schema (so a schema-valid body is
-    one this server accepts): the registry's implementations, the dtype spellings, the presets, its devices."""
+    one this server accepts): the registry's implementations, the dtype spellings, the presets, its devices (and
+    a fleet's GPU models)."""
     from engine.catalog import list_implementations
     from engine.models import DTYPE_ALIASES
     from engine.presets import preset_names
@@ -220,7 +225,7 @@ def name_this_servers_values(sweep: dict, labels: list[str]) -> None:
     for option in sweep["preset"].get("anyOf", [sweep["preset"]]):
         if option.get("type") == "string":
             option["enum"] = preset_names()
-    sweep["device"]["enum"] = ["auto", *kinds, *labels]
+    sweep["device"]["enum"] = list(dict.fromkeys(["auto", *kinds, *labels, *models]))
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: str | Path | None = None,

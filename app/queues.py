@@ -4,7 +4,8 @@
   that receives the stream lines (``queued``, ``header``, ``row``, ``summary``; docs/ARCHITECTURE.md).
 - Each device has a queue: the job at its head runs (position 0), the others wait and are told their position
   whenever it changes.
-- A job goes to the device it pins (``cuda:3``, ``cpu:1``), or to the least busy device of the requested kind.
+- A job goes to the device it pins (``cuda:3``, ``cpu:1``), or to the least busy device of the requested kind, GPU
+  model (``H100``: any device whose model or name contains it) or node (``node``: a host name, address or node id).
   A *split* job is queued on every device: each device, when the job reaches its head, takes the next
   unmeasured case, so the cases go to whichever worker is free.
 
@@ -32,6 +33,18 @@ class QueueFull(Exception):
 
 class UnknownDevice(ValueError):
     """The request names a device this service has no worker for (answered 422)."""
+
+    field = "device"
+
+
+class UnknownNode(UnknownDevice):
+    """The request names a node none of this service's devices is on (answered 422 naming ``node``)."""
+
+    field = "node"
+
+
+Traits = Callable[[str], dict]
+"""A device label → ``{"model": key, "models": [names it answers to], "nodes": [names of its node]}``."""
 
 
 def case_label(case: Case) -> str:
@@ -63,6 +76,8 @@ class Job:
         self.summary: dict | None = None
         self.last_error: str | None = None
         self.position: tuple[int, str] | None = None
+        self.group: dict | None = None
+        """``fleet: each-model``: ``{"group_id", "linked_runs", "model"}`` (one run per GPU model, linked)."""
         self._listener = listener
 
     def emit(self, line: dict) -> None:
@@ -102,18 +117,38 @@ class DeviceQueues:
         self.live: set[str] = set()
         """Run ids queued or being measured (their runs may not be deleted yet)."""
 
-    def devices_for(self, device: str | None) -> list[str]:
-        """The labels a request may use: ``auto``/None → all; ``cpu``/``cuda`` → those of that kind; a label → it."""
+    def devices_for(self, device: str | None, node: str | None = None, traits: Traits | None = None) -> list[str]:
+        """The labels a request may use: ``auto``/None → all; ``cpu``/``cuda`` → those of that kind; a label → it;
+        anything else → the devices whose GPU model or name contains it (``H100``); then only those on ``node``."""
         spec = (device or "auto").strip().lower()
         if spec == "auto":
-            return list(self.labels)
-        if spec in ("cpu", "cuda"):
+            found = list(self.labels)
+        elif spec in ("cpu", "cuda"):
             found = [label for label in self.labels if label.startswith(spec + ":")]
-        else:
+        elif spec in self.labels or traits is None:
             found = [label for label in self.labels if label == spec]
+        else:
+            found = [label for label in self.labels if any(spec in name.lower() for name in traits(label)["models"])]
         if not found:
-            raise UnknownDevice(f"no worker for device {device!r}; this service has: {', '.join(self.labels)}")
+            models = sorted({traits(label)["model"] for label in self.labels}) if traits is not None else []
+            raise UnknownDevice(f"no worker for device {device!r}; this service has: {', '.join(self.labels)}"
+                                + (f" (models: {', '.join(models)})" if models else ""))
+        if node:
+            wanted = node.strip().lower()
+            on_node = [label for label in found
+                       if traits is not None and any(wanted == name.lower() for name in traits(label)["nodes"])]
+            if not on_node:
+                nodes = sorted({n for label in self.labels for n in (traits(label)["nodes"][:1] if traits else [])})
+                raise UnknownNode(f"no device for {device!r} on node {node!r}; the nodes are: {', '.join(nodes)}")
+            found = on_node
         return found
+
+    def by_model(self, labels: list[str], traits: Traits) -> dict[str, list[str]]:
+        """The labels grouped by GPU model, in the order each model first appears (``fleet: each-model``)."""
+        groups: dict[str, list[str]] = {}
+        for label in labels:
+            groups.setdefault(traits(label)["model"], []).append(label)
+        return groups
 
     def admit(self, job: Job, candidates: list[str], broken: Callable[[str], bool]) -> None:
         """(lock held) Queue the job on the least busy candidate (every one, when split); raises `QueueFull`."""

@@ -12,7 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from engine.models import DEVICE_RE, ResultRow, RunFile, RunHeader, Sweep
 
 FAKE_CPU_DEVICE = re.compile(r"^cpu:\d{1,3}$")
-"""The one spelling the service adds to the engine's (`rmsnorm_kernels.limits.DEVICE_RE`): a fake CPU device's label."""
+"""A spelling the service adds to the engine's (`rmsnorm_kernels.limits.DEVICE_RE`): a fake CPU device's label."""
+GPU_MODEL = re.compile(r"^[a-z0-9][a-z0-9._+-]{1,15}$")
+"""The other: a GPU model (``h100``, ``a100-80g``, ``l40s``): any device whose model or name contains it."""
+NODE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 RUN_ID_REGEX = r"^(?!import$)(?!.*\.(?:csv|json)$)[A-Za-z0-9][A-Za-z0-9_.:\-]{0,199}$"
 RUN_ID_PATTERN = re.compile(RUN_ID_REGEX)
 """A run id /api/runs/{id} can address: starts with a letter or digit (so never \".\" or \"..\"), is not
@@ -24,20 +27,31 @@ class BenchmarkRequest(Sweep):
 
     device: str = Field(
         default="auto", max_length=16,
-        description='"auto" (the least busy device), "cpu"/"cuda" (the least busy of that kind), or one device: '
-        '"cuda:<index>" / "cpu:<index>" as listed by /api/health',
+        description='"auto" (the least busy device), "cpu"/"cuda" (the least busy of that kind), one device: '
+        '"cuda:<index>" / "cpu:<index>" as listed by /api/health, or a GPU model ("H100": the least busy device '
+        'whose model or name contains it)',
     )
     split: bool = Field(
         default=False,
         description="spread the cases over every device (each case goes to whichever worker is free)",
     )
+    node: Optional[str] = Field(
+        default=None, max_length=128, pattern=NODE_NAME,
+        description="only the devices of this node (a fleet's host name, address or node id, as /api/health lists)",
+    )
+    fleet: Optional[Literal["each-model"]] = Field(
+        default=None,
+        description='"each-model": one run per GPU model among the devices the request may use, linked by a '
+        '"group_id" (each header also lists every run of the group in "linked_runs")',
+    )
 
     @field_validator("device")
     @classmethod
-    def _device(cls, value: str) -> str:  # replaces Sweep's check: fake CPU devices have indices too
+    def _device(cls, value: str) -> str:  # replaces Sweep's check: fake CPU devices have indices, GPUs models
         value = value.strip().lower()
-        if not (DEVICE_RE.match(value) or FAKE_CPU_DEVICE.match(value)):
-            raise ValueError(f'device must be "auto", "cpu", "cuda", "cpu:<index>" or "cuda:<index>", got {value!r}')
+        if not (DEVICE_RE.match(value) or FAKE_CPU_DEVICE.match(value) or GPU_MODEL.match(value)):
+            raise ValueError(f'device must be "auto", "cpu", "cuda", "cpu:<index>", "cuda:<index>" or a GPU model '
+                             f'such as "H100", got {value!r}')
         return value
 
     def engine_sweep(self) -> Sweep:
@@ -111,6 +125,11 @@ class DeviceStatus(BaseModel):
     ceiling_GBps: Optional[float] = None
     error: Optional[str] = None
     self_check: Optional[dict[str, Any]] = None
+    node: Optional[str] = Field(default=None, description="a fleet's GPU: the Ray node id of its machine")
+    host: Optional[str] = Field(default=None, description="a fleet's GPU: the host name of its machine")
+    model: Optional[str] = Field(default=None, description="a fleet's GPU: its model as Ray knows it (\"H100\")")
+    kind: Optional[str] = Field(default=None, description="a fleet's GPU: what its actor measures on, \"cuda\" or "
+                                "\"cpu\" (a node without CUDA)")
 
 
 class Health(BaseModel):
@@ -123,6 +142,10 @@ class Health(BaseModel):
     max_queue: int
     token_required: bool = Field(description="writes from where this request came need the API token")
     message: str
+    fleet: Optional[dict[str, Any]] = Field(
+        default=None, description='with a Ray cluster (serve --ray): {"nodes": [{"node_id", "host", "address", '
+        '"alive", "models", "gpus": [{"label", "index", "name", "uuid", "queue_length", "busy", "ready"}]}], "gpus", '
+        '"ready"}')
     self_check: Optional[dict[str, Any]] = Field(
         default=None, description='RMSNORM_SELF_CHECK=gpu: {"ok": true|false|null (pending), "detail"}; a failure '
         'answers 503 (the image\'s HEALTHCHECK sees it)')

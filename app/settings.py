@@ -24,6 +24,7 @@ keywords win over the environment. Routes get the settings through the FastAPI d
 | case_timeout_s   | RMSNORM_CASE_TIMEOUT_S     | 900 s: a case still running then is an error row, its worker restarted |
 | plugins          | RMSNORM_PLUGINS            | none (module or module:object paths, comma-separated)     |
 | self_check       | RMSNORM_SELF_CHECK         | off; "gpu": every worker runs one Triton case at start-up and /api/health answers 503 until it passed |
+| ray_address      | RMSNORM_RAY_ADDRESS        | none: local worker processes; an address (``auto``: the running cluster) sends every case to a Ray actor holding one GPU of the cluster (app/fleet.py) |
 """
 
 from __future__ import annotations
@@ -150,6 +151,9 @@ class Settings(BaseSettings):
     and restarted and the case becomes an error row, so one bad kernel never blocks a device's queue."""
     plugins: Annotated[tuple[str, ...], NoDecode] = ()
     self_check: Literal["off", "gpu"] = "off"
+    ray_address: Optional[str] = Field(None, max_length=500)
+    """A Ray cluster (``auto``, ``ray://host:10001``, ``host:6379``): the devices are its GPUs, one actor each
+    (`app.fleet`); None = this host's GPUs through local worker processes. Configuration only, never a request's."""
     start_workers: bool = True
     """Start the worker processes when the app starts (False: on the first benchmark, as tests may prefer)."""
 
@@ -172,6 +176,11 @@ class Settings(BaseSettings):
     @classmethod
     def _results_dir(cls, value):
         return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("ray_address", mode="before")
+    @classmethod
+    def _ray_address(cls, value):
+        return None if isinstance(value, str) and not value.strip() else value.strip() if isinstance(value, str) else value
 
     @field_validator("api_token", mode="before")
     @classmethod

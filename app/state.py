@@ -9,6 +9,7 @@ from fastapi import Request
 from app.dispatch import Scheduler
 from app.settings import Settings
 from app.store import Store
+from app.worker_handle import DeviceWorker
 
 log = logging.getLogger("rmsnorm.service")
 
@@ -28,11 +29,24 @@ class Service:
         self.settings = settings
         self.store = Store(settings.db_path)
         self.store.mark_interrupted()
-        self.labels = settings.resolved_devices()
+        self.fleet = None
+        """With a Ray address: the cluster's GPUs (`app.fleet.RayFleet`), one actor each, as the devices."""
+        factory = DeviceWorker
+        if settings.ray_address:
+            from app.fleet import RayFleet
+
+            self.fleet = RayFleet(settings.ray_address).connect()
+            factory = self.fleet.worker
+        self.labels = self.fleet.labels() if self.fleet is not None else settings.resolved_devices()
         self.scheduler = Scheduler(self.labels, self.store, settings.max_queue, plugins=settings.plugins,
                                    ceiling_bytes=settings.ceiling_bytes, case_timeout_s=settings.case_timeout_s,
-                                   self_check=settings.self_check == "gpu")
+                                   self_check=settings.self_check == "gpu", worker_factory=factory)
         self.import_report: dict[str, list[str]] = {"imported": [], "present": [], "rejected": []}
+
+    def close(self) -> None:
+        """After the scheduler stopped: leave the Ray cluster, if the service joined one."""
+        if self.fleet is not None:
+            self.fleet.close()
 
     def import_results_dir(self) -> dict[str, list[str]]:
         """Import the committed ``results/*.json`` (idempotent: a run already stored is left alone)."""

@@ -34,7 +34,7 @@ def worker_main(label: str, conn, plugins: tuple[str, ...], ceiling_bytes: int |
     """Entry point of the worker process: get ready, then run what the parent asks until told to stop or
     orphaned."""
     try:
-        bench = _get_ready(label, plugins, ceiling_bytes, known_ceiling)
+        bench = get_ready(label, plugins, ceiling_bytes, known_ceiling)
         ready = Ready(info=_tagged_info(bench, label), pid=os.getpid(), ceiling=bench.ceiling(),
                       self_check=self_check_case(bench) if self_check else None)
     except BaseException:
@@ -50,7 +50,8 @@ def worker_main(label: str, conn, plugins: tuple[str, ...], ceiling_bytes: int |
         # anything else (the EndRun of a run that failed) needs no answer
 
 
-def _get_ready(label: str, plugins: tuple[str, ...], ceiling_bytes: int | None, known_ceiling: Any):
+def get_ready(label: str, plugins: tuple[str, ...], ceiling_bytes: int | None, known_ceiling: Any):
+    """The `DeviceBench` of a worker (a process here, a Ray actor in `app.ray_actor`): registry, device, ceiling."""
     from engine.catalog import prepare_process
 
     torch_device = torch_device_of(label)

@@ -41,9 +41,9 @@ START_RETRY_S = 30.0
 END_TIMEOUT_S = 30.0
 
 
-class DeviceWorker:
-    """One worker process. Not thread-safe by design: one dispatcher thread drives it (a lock guards against
-    misuse)."""
+class WorkerHandle:
+    """What every worker handle the scheduler drives keeps and reports, whatever runs the engine: a local process
+    (`DeviceWorker`) or a Ray actor on a GPU of a cluster (`app.ray_worker.RayWorker`)."""
 
     def __init__(self, label: str, plugins: tuple[str, ...] = (), ceiling_bytes: int | None = None,
                  self_check: bool = False) -> None:
@@ -60,12 +60,69 @@ class DeviceWorker:
         self.start_error: str | None = None
         self.restarts = 0
         self.last_death: str | None = None
-        self._process = None
-        self._conn = None
         self._ready = False
         self._run_id: str | None = None
         self._failed_at = 0.0
         self._lock = threading.RLock()
+
+    # -- a run: the protocol is the same for every handle, only the way a message travels differs ---------------
+
+    def begin(self, sweep: Sweep, run_id: str, implementations: list[str]) -> RunHeader:
+        """Start the engine's run in the worker (starting the worker first if needed); returns its header.
+        Raises `WorkerDied`, `WorkerStartFailed` or `WorkerCommandFailed`."""
+        with self._lock:
+            self.ensure_ready()
+            if self._run_id is not None:
+                self.end()
+            answer = self._start_run(sweep, run_id, list(implementations))
+            if isinstance(answer, RunHeader):
+                self._run_id = run_id
+                return answer
+            raise WorkerCommandFailed(answer.message if isinstance(answer, RunFailed) else repr(answer))
+
+    def measure(self, case: Case, timeout: float | None = None) -> ResultRow:
+        """The row of one case of the current run; after ``timeout`` seconds the worker is killed (`WorkerDied`)."""
+        with self._lock:
+            if self._run_id is None or not self.ready:
+                raise WorkerCommandFailed("no run was begun in this worker")
+            answer = self._next_case(case, timeout)
+            if isinstance(answer, ResultRow):
+                return answer
+            self._run_id = None  # the engine's run ended with the failure
+            raise WorkerCommandFailed(answer.message if isinstance(answer, RunFailed) else repr(answer))
+
+    def end(self) -> None:
+        """End the current run (the worker waits for the next one); quiet when there is none or the worker is gone."""
+        with self._lock:
+            if self._run_id is None:
+                return
+            self._run_id = None
+            if not self.ready:
+                return
+            try:
+                self._end_run()
+            except WorkerDied:
+                return
+
+    def _greeted(self, message: Ready) -> DeviceInfo:
+        """The worker said it is ready: its device, the ceiling it measured (kept for a restart), its self-check."""
+        self.info = message.info
+        self.known_ceiling = self.known_ceiling or message.ceiling
+        self.self_check_result = self.self_check_result or message.self_check
+        self._ready = True
+        self.start_error = None
+        return self.info
+
+
+class DeviceWorker(WorkerHandle):
+    """One worker process. Not thread-safe by design: one dispatcher thread drives it (a lock guards against
+    misuse)."""
+
+    def __init__(self, label: str, plugins: tuple[str, ...] = (), ceiling_bytes: int | None = None,
+                 self_check: bool = False) -> None:
+        super().__init__(label, plugins, ceiling_bytes, self_check)
+        self._process = None
+        self._conn = None
         self._context = multiprocessing.get_context("spawn")
 
     # -- state ---------------------------------------------------------------------------------------------------
@@ -88,6 +145,13 @@ class DeviceWorker:
 
     def row_device(self) -> RowDevice:
         return row_device(self.info, self.label)
+
+    def traits(self) -> dict:
+        """What a request may name to choose this device: its model (the device's name, once known), this host."""
+        import socket
+
+        name = self.info.name if self.info is not None else None
+        return {"model": name or self.kind, "models": [name] if name else [], "nodes": [socket.gethostname()]}
 
     def describe(self) -> dict:
         info = self.info
@@ -133,12 +197,7 @@ class DeviceWorker:
                 self.start()
             message = self._receive(timeout)
             if isinstance(message, Ready):
-                self.info = message.info
-                self.known_ceiling = self.known_ceiling or message.ceiling
-                self.self_check_result = self.self_check_result or message.self_check
-                self._ready = True
-                self.start_error = None
-                return self.info
+                return self._greeted(message)
             text = message.traceback if isinstance(message, StartFailed) else f"unexpected answer {message!r}"
             self.start_error = f"worker for {self.label} could not start: {text.strip().splitlines()[-1]}"
             self._failed_at = time.monotonic()
@@ -174,47 +233,19 @@ class DeviceWorker:
 
     # -- a run ---------------------------------------------------------------------------------------------------
 
-    def begin(self, sweep: Sweep, run_id: str, implementations: list[str]) -> RunHeader:
-        """Start the engine's run in the worker (starting the worker first if needed); returns its header.
-        Raises `WorkerDied`, `WorkerStartFailed` or `WorkerCommandFailed`."""
-        with self._lock:
-            self.ensure_ready()
-            if self._run_id is not None:
-                self.end()
-            self._send(StartRun(sweep=sweep, run_id=run_id, implementations=list(implementations)))
-            answer = self._receive(None)
-            if isinstance(answer, RunHeader):
-                self._run_id = run_id
-                return answer
-            raise WorkerCommandFailed(answer.message if isinstance(answer, RunFailed) else repr(answer))
+    def _start_run(self, sweep: Sweep, run_id: str, implementations: list[str]):
+        self._send(StartRun(sweep=sweep, run_id=run_id, implementations=implementations))
+        return self._receive(None)
 
-    def measure(self, case: Case, timeout: float | None = None) -> ResultRow:
-        """The row of one case of the current run; after ``timeout`` seconds the process is killed (`WorkerDied`)."""
-        with self._lock:
-            if self._run_id is None or not self.ready:
-                raise WorkerCommandFailed("no run was begun in this worker")
-            self._send(NextCase(case=case))
-            answer = self._receive(timeout, what=f"did not answer within {timeout or 0:.0f} s and was killed")
-            if isinstance(answer, ResultRow):
-                return answer
-            self._run_id = None  # the engine's run ended with the failure
-            raise WorkerCommandFailed(answer.message if isinstance(answer, RunFailed) else repr(answer))
+    def _next_case(self, case: Case, timeout: float | None):
+        self._send(NextCase(case=case))
+        return self._receive(timeout, what=f"did not answer within {timeout or 0:.0f} s and was killed")
 
-    def end(self) -> None:
-        """End the current run (the worker waits for the next one); quiet when there is none or the worker is gone."""
-        with self._lock:
-            if self._run_id is None:
-                return
-            self._run_id = None
-            if not self.ready:
-                return
-            try:
-                self._send(EndRun())
-                answer = self._receive(END_TIMEOUT_S, what="did not end its run and was killed")
-            except WorkerDied:
-                return
-            if not isinstance(answer, RunEnded):
-                self._send_quietly(Stop())
+    def _end_run(self) -> None:
+        self._send(EndRun())
+        answer = self._receive(END_TIMEOUT_S, what="did not end its run and was killed")
+        if not isinstance(answer, RunEnded):
+            self._send_quietly(Stop())
 
     # -- plumbing ------------------------------------------------------------------------------------------------
 

@@ -45,3 +45,20 @@ download "$tmp" $CU13
 rm -f .whl2/cu13.part.*
 split -b 46m "$tmp"/nvidia_cutlass_dsl_libs_cu13-*.whl .whl2/cu13.part.
 ls .whl .whlq; du -sh .whl .whlq .whl2/cu13.part.*
+# WITH_RAY=1 (issue 37, bench/ray_gpu.sh): .whlr/deps/ Ray's small dependencies (3 MB) and the ~79 MB ray wheel in
+# two halves, .whlr/ray.part.aa / .ab, carried in two calls and joined there (.whlr/ is in .gitignore)
+if [ -n "${WITH_RAY:-}" ]; then
+  mkdir -p .whlr/deps
+  specs=()
+  for name in click filelock jsonschema jsonschema-specifications referencing rpds-py attrs msgpack protobuf PyYAML \
+              requests idna urllib3 certifi charset-normalizer packaging; do
+    spec=$(pin "$name"); [ -n "$spec" ] || { echo "no pin for $name in constraints.txt"; exit 1; }
+    specs+=("$spec")
+  done
+  download .whlr/deps "${specs[@]}"
+  rm -f "$tmp"/*.whl .whlr/ray.part.*
+  download "$tmp" "$(pin ray)"
+  basename "$tmp"/ray-*.whl > .whlr/ray.name
+  split -b 42m "$tmp"/ray-*.whl .whlr/ray.part.
+  du -sh .whlr/deps .whlr/ray.part.*
+fi

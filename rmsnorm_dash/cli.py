@@ -11,7 +11,7 @@
     rmsnorm-dash plot FILE.json --out FILE.html
     rmsnorm-dash table FILE.json [FILE.json ...] [--markdown] [--dtype bfloat16]
     rmsnorm-dash train-bench [...]          training-step time and loss of a small Llama (bench/train_bench.py)
-    rmsnorm-dash serve [--host 127.0.0.1] [--port 8000] [--data DIR] [--devices cuda:0,cuda:1]
+    rmsnorm-dash serve [--host 127.0.0.1] [--port 8000] [--data DIR] [--devices cuda:0,cuda:1] [--ray ADDRESS]
 
 Nothing heavy is imported at module level: torch, Triton and the engine load inside the commands, and the
 web stack only inside ``serve``. Bad arguments exit with status 2 and a short message naming the field.
@@ -142,6 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", type=Path, help="data directory (SQLite store)")
     p.add_argument("--devices", help="devices to give a worker, e.g. cuda:0,cuda:1 or cpu*3")
     p.add_argument("--plugin", action="append", help="module or module:object that registers implementations (repeatable)")
+    p.add_argument("--ray", metavar="ADDRESS", help="run the sweeps on the GPUs of a Ray cluster, one actor per GPU "
+                   "('auto': the cluster this machine is part of; needs the fleet extra); RMSNORM_RAY_ADDRESS too")
     p.set_defaults(handler=cmd_serve, subparser=p)
     return parser
 
@@ -364,10 +366,18 @@ def cmd_serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     except ImportError as exc:
         parser.error(f"serve needs the web extra (pip install 'rmsnorm-dashboard[web]'): {exc}")
     kwargs = {"host": args.host, "port": args.port, "data_dir": args.data, "devices": args.devices}
+    if args.ray:
+        kwargs["ray_address"] = args.ray
     plugins = _plugins(args)
     if plugins:
         kwargs["plugins"] = plugins
-    serve(**kwargs)
+    from app.fleet import FleetUnavailable
+
+    try:
+        serve(**kwargs)
+    except FleetUnavailable as exc:  # --ray: no Ray here, nothing at that address, or a cluster without GPUs
+        print(f"rmsnorm-dash serve: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -3,6 +3,10 @@
 ``curl -N -X POST localhost:8000/benchmark -H 'content-type: application/json' \\
     -d '{"implementations":["eager"],"M":[256],"N":[512],"repetitions":5}'``
 prints one line per event as it happens. ``?stream=false`` waits and returns the run as one document.
+
+``"fleet": "each-model"`` queues one run per GPU model (linked by a ``group_id``): the stream carries every run's
+lines (each with its ``run_id``) and ends after the last run's summary; ``?stream=false`` returns
+``{"group_id", "runs": [document, …]}``.
 """
 
 from __future__ import annotations
@@ -97,34 +101,47 @@ async def benchmark(
             pass
 
     try:
-        job = service.scheduler.submit(body, sweep, cases, listener=listener)
+        if body.fleet == "each-model":
+            jobs = service.scheduler.submit_group(body, sweep, cases, listener=listener)
+        else:
+            jobs = [service.scheduler.submit(body, sweep, cases, listener=listener)]
     except UnknownDevice as exc:
-        raise _validation_error("device", str(exc), body.device) from None
+        raise _validation_error(exc.field, str(exc), getattr(body, exc.field)) from None
     except QueueFull as exc:
         raise HTTPException(status_code=429, detail=str(exc), headers={"Retry-After": "30"}) from None
+    job = jobs[0]
+
+    def cancel_unfinished() -> None:
+        for one in jobs:
+            if not one.finished.is_set():
+                service.scheduler.cancel(one)
+            one.detach()
 
     if not stream:
         try:
-            checked = loop.time()
+            checked, summaries = loop.time(), 0
             while True:
                 try:
                     line = await asyncio.wait_for(lines.get(), timeout=DISCONNECT_POLL_S)
                 except asyncio.TimeoutError:
                     line = None
                 if line is not None and line["type"] == "summary":
-                    break
+                    summaries += 1
+                    if summaries == len(jobs):
+                        break
                 if loop.time() - checked >= DISCONNECT_POLL_S:
                     checked = loop.time()
                     if await request.is_disconnected():
                         break  # nobody waits for the document any more: cancel (in finally)
         finally:
-            if not job.finished.is_set():
-                service.scheduler.cancel(job)
-            job.detach()
-        return JSONResponse(finite(job.document()))
+            cancel_unfinished()
+        if job.group is None:
+            return JSONResponse(finite(job.document()))
+        return JSONResponse(finite({"group_id": job.group["group_id"], "runs": [one.document() for one in jobs]}))
 
     async def body_lines():
         try:
+            summaries = 0
             while True:
                 try:
                     line = await asyncio.wait_for(lines.get(), timeout=settings.heartbeat_s)
@@ -133,10 +150,13 @@ async def benchmark(
                     continue
                 yield ndjson_line(line)
                 if line["type"] == "summary":
-                    return
+                    summaries += 1
+                    if summaries == len(jobs):
+                        return
         finally:
-            if not job.finished.is_set():
-                service.scheduler.cancel(job)  # the client went away: drop the cases not started
-            job.detach()
+            cancel_unfinished()  # the client went away: drop the cases not started
 
-    return NdjsonResponse(body_lines(), headers={"X-Run-Id": job.run_id})
+    headers = {"X-Run-Id": job.run_id}
+    if job.group is not None:
+        headers["X-Group-Id"] = job.group["group_id"]
+    return NdjsonResponse(body_lines(), headers=headers)

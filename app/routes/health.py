@@ -59,17 +59,24 @@ def health(service: Service = Depends(get_service), settings: Settings = Depends
     else:
         names = sorted({d["name"] for d in gpus})
         message = f"{len(gpus)} GPU worker(s): {', '.join(names)}; one job at a time per GPU"
+    fleet = service.fleet.status(devices) if service.fleet is not None else None
+    if fleet is not None:
+        hosts = sorted({node["host"] for node in fleet["nodes"]})
+        message = (f"Ray fleet: {len(gpus)} GPU(s) on {len(fleet['nodes'])} node(s) ({', '.join(hosts)}), "
+                   f"{fleet['ready']} ready; one job at a time per GPU")
     checked = self_check_state(settings, devices)
     document = Health(
         version=package_version(),
         device="cpu" if cpu_only else gpus[0]["name"],
         cpu_only=cpu_only,
-        triton_native=_triton_native(),
+        # a fleet's kernels compile on its nodes: what their actors run on, not this (perhaps GPU-less) machine
+        triton_native=(any(d.get("kind") == "cuda" for d in devices) if fleet is not None else _triton_native()),
         ceiling_GBps=first.get("ceiling_GBps"),
         gpus=devices,
         max_queue=settings.max_queue,
         token_required=exposed and not settings.allow_no_token,
         message=message,
+        fleet=fleet,
         self_check=checked,
     )
     if checked is not None and checked["ok"] is False:

@@ -5,6 +5,7 @@ import { setPresets } from "./model_names.js";
 import { Charts } from "./charts.js";
 import { assignColors } from "./palette.js";
 import { Dock } from "./dock.js";
+import { followFleet } from "./fleet.js";
 import { History } from "./history.js";
 import { RunPanel, foldOnPhone } from "./run_panel.js";
 // dashA (issue 17): first look, per-shape table, speedup / run-vs-run views, URL state.
@@ -142,6 +143,7 @@ async function main() {
   }
   panel.setHealth(health);
   foldOnPhone($("#run-panel"), $("#run-toggle"), health);
+  followFleet($("#fleet"), health);
 
   try {
     const impls = await early.impls;

@@ -42,8 +42,11 @@ export class RunPanel {
     for (const d of devices) {
       const label = d.label ?? `cuda:${d.index}`;
       const state = d.ready === false ? ", starting" : d.busy ? `, busy (${d.queue_length} in its queue)` : "";
-      sel.append(new Option(`${label}: ${d.name}${state}`, label));
+      sel.append(new Option(`${label}: ${d.name}${d.host ? ` on ${d.host}` : ""}${state}`, label));
     }
+    // a fleet (serve --ray): any GPU of one model, the least busy of them
+    const models = [...new Set(devices.map((d) => d.model).filter(Boolean))];
+    if (models.length > 1) for (const m of models) sel.append(new Option(`any ${m} (the least busy)`, m.toLowerCase()));
     this.els.split.disabled = devices.length < 2;
     this.els.split.closest("label").title = devices.length < 2 ? "needs two or more devices" : "";
     this.cpuOnly = Boolean(health?.cpu_only);
