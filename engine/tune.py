@@ -173,6 +173,18 @@ def compile_all(jobs: list, workers: int, say: Callable[[str], None] = print) ->
     return dropped
 
 
+def _tune_point(kind, m, n, dtype: str, configs, l2_bytes, device, seed) -> dict:
+    """One (kind, N, M) of the grid: every configuration timed, the winner's entry beside the rule's figures."""
+    times = _time_candidates(kind, m, n, getattr(torch, dtype), configs, l2_bytes, device, seed)
+    best = min(times, key=times.get)
+    nbytes = min_bytes("fwd" if kind == "fwd" else "bwd", m, n, dtype)
+    rule_us = times.get(rule(kind, n))
+    return {"N": n, "M": m, "config": config_to_dict(best), "us": round(times[best], 3),
+            "GBps": round(nbytes / times[best] / 1e3, 1),
+            "rule_us": None if rule_us is None else round(rule_us, 3),
+            "rule_GBps": None if rule_us is None else round(nbytes / rule_us / 1e3, 1), "candidates": len(times)}
+
+
 def tune(widths=TUNE_WIDTHS, ms=TUNE_M, kinds=KINDS, dtype: str = "bfloat16", workers: Optional[int] = None,
          say: Callable[[str], None] = print, command: str = "rmsnorm-dash tune", device: str = "cuda") -> dict:
     """Tune on the current CUDA device; returns the table document (`kernel_config.parse_table` reads it).
@@ -184,7 +196,6 @@ def tune(widths=TUNE_WIDTHS, ms=TUNE_M, kinds=KINDS, dtype: str = "bfloat16", wo
 
     started = time.monotonic()
     device = torch.device("cpu") if device == "cpu" else torch.device("cuda", torch.cuda.current_device())
-    torch_dtype = getattr(torch, dtype)
     jobs = [(kind, n, config_to_dict(c), dtype, device.type) for kind in kinds for n in widths
             for c in candidates(kind, n)]
     workers = max(1, (os.cpu_count() or 2) - 1) if workers is None else workers
@@ -194,35 +205,20 @@ def tune(widths=TUNE_WIDTHS, ms=TUNE_M, kinds=KINDS, dtype: str = "bfloat16", wo
     info = devices.describe(device)
     ceiling = measure_copy(device, nbytes=None if device.type == "cuda" else 1 << 20)
     entries: dict = {kind: [] for kind in kinds}
-    total = len(kinds) * len(widths) * len(ms)
-    step = 0
     complete = True
     try:
-      for kind in kinds:
-          pass_ = "fwd" if kind == "fwd" else "bwd"
-          for n in widths:
-              configs = [c for c in candidates(kind, n)
-                         if (kind, n, json.dumps(config_to_dict(c), sort_keys=True)) not in dropped]
-              base = rule(kind, n)
-              for m in ms:
-                  step += 1
-                  if not configs:
-                      say(f"  [{step}/{total}] {kind} {m}x{n}: every candidate dropped; the rule stays")
-                      continue
-                  times = _time_candidates(kind, m, n, torch_dtype, configs, info.l2_bytes, device, seed=step)
-                  best = min(times, key=times.get)
-                  nbytes = min_bytes(pass_, m, n, dtype)
-                  rule_us = times.get(base)
-                  entries[kind].append({
-                      "N": n, "M": m, "config": config_to_dict(best), "us": round(times[best], 3),
-                      "GBps": round(nbytes / times[best] / 1e3, 1),
-                      "rule_us": None if rule_us is None else round(rule_us, 3),
-                      "rule_GBps": None if rule_us is None else round(nbytes / rule_us / 1e3, 1),
-                      "candidates": len(times)})
-                  gain = f", rule {nbytes / rule_us / 1e3:.0f}" if rule_us else ""
-                  say(f"  [{step}/{total}] {kind} {m}x{n}: {nbytes / times[best] / 1e3:.0f} GB/s "
-                      f"({100 * nbytes / times[best] / 1e3 / ceiling.GBps:.0f} %){gain} of {len(times)}: "
-                      f"{config_to_dict(best)}")
+        for step, (kind, n, m) in enumerate(((k, n, m) for k in kinds for n in widths for m in ms), 1):
+            label = f"  [{step}/{len(kinds) * len(widths) * len(ms)}] {kind} {m}x{n}"
+            configs = [c for c in candidates(kind, n)
+                       if (kind, n, json.dumps(config_to_dict(c), sort_keys=True)) not in dropped]
+            if not configs:
+                say(f"{label}: every candidate dropped; the rule stays")
+                continue
+            entry = _tune_point(kind, m, n, dtype, configs, info.l2_bytes, device, step)
+            entries[kind].append(entry)
+            rule_part = f", rule {entry['rule_GBps']:.0f}" if entry["rule_GBps"] else ""
+            say(f"{label}: {entry['GBps']:.0f} GB/s ({100 * entry['GBps'] / ceiling.GBps:.0f} %){rule_part} "
+                f"of {entry['candidates']}: {entry['config']}")
     except KeyboardInterrupt:  # a time limit: keep what was measured, marked incomplete
         complete = False
         say("interrupted: the table holds the entries measured so far")
