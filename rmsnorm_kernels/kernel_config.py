@@ -7,7 +7,8 @@ A kernel's choices (tile rows, warps, programs per SM, pipeline stages, which fo
    names another file), read by **nearest neighbour**: the tuned width nearest N on a log scale, then the tuned
    row count nearest M. Every configuration is valid at every width (the row layout comes from N itself,
    `rmsnorm_kernels.segments.row_segments`), so a width nobody measured gets its nearest measured neighbour's
-   choice, never an untested fallback;
+   choice, never an untested fallback — unless that choice would hold more than a thread's registers here than at
+   its own width (more segments, a masked one: `register_slack`), when the next nearest is taken;
 2. else **the rule** (`rule_forward`, `rule_backward`), which a GPU with no table gets and which the tuner
    searches around. It is a memory-bound kernel's rule of thumb, in elements of the padded row P:
 
