@@ -15,8 +15,8 @@ are the rule's configuration and its neighbours (`kernel_config.candidates`). Th
 3. **write** the table: the winner per (kind, N, M) with its time and GB/s beside the rule's, the device, the
    versions, the grid and the date.
 
-The tuning grid deliberately differs from the widths the checks scan (multiples of 512, not of 256; no model
-widths but the powers of two): the table is checked where it was not tuned."""
+The tuning grid (`TUNE_WIDTHS`: seven layouts an octave) deliberately differs from the widths the checks scan
+(every multiple of 256, model widths, random ones): the table is checked where it was not tuned."""
 
 from __future__ import annotations
 
@@ -37,8 +37,15 @@ from engine.timing import measure, needs_flush, rotating_sets
 from rmsnorm_kernels import kernel_config
 from rmsnorm_kernels.kernel_config import KINDS, candidates, config_from_dict, config_to_dict, rule
 
-TUNE_WIDTHS = (128, 256, 384, *range(512, 8192 + 1, 512), *range(9216, 16384 + 1, 1024))
-"""27 widths: dense where the layout changes fastest (every 512 up to 8 K), every 1 K above."""
+LAYOUT_STEPS = (1, 1.25, 1.375, 1.4375, 1.5, 1.75, 1.875)
+"""Where in each octave the grid measures: one segment, two (1.25, 1.5), three (1.375, 1.75) and three with the
+last masked (1.4375, 1.875): every `kernel_config.layout_class` twice an octave, so the lookup finds a width of
+the same class within an octave of any N."""
+UNALIGNED_WIDTHS = (1001, 2999, 4999, 7001, 12001)
+"""Rows that are not 16-byte aligned (scalar loads), their own class."""
+TUNE_WIDTHS = tuple(sorted({128, 16384, *UNALIGNED_WIDTHS,
+                            *(int((1 << a) * step) for a in range(8, 14) for step in LAYOUT_STEPS)}))
+"""49 widths: the layout classes of every octave from 256 to 16 K, and the unaligned ones."""
 TUNE_M = (4096, 32768)
 """Two row counts, one on each side of the presets' 16384: the lookup takes the nearer one."""
 QUICK_WIDTHS = (256, 1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384)

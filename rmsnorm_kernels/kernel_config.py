@@ -4,11 +4,13 @@ tables that `rmsnorm-dash tune` measures over a grid of widths and row counts.
 A kernel's choices (tile rows, warps, programs per SM, pipeline stages, which forward kernel) come from
 
 1. the table of the GPU's architecture (``configs/sm90.json`` serves H100 and H200; ``RMSNORM_CONFIG_TABLE``
-   names another file), read by **nearest neighbour**: the tuned width nearest N on a log scale, then the tuned
-   row count nearest M. Every configuration is valid at every width (the row layout comes from N itself,
-   `rmsnorm_kernels.segments.row_segments`), so a width nobody measured gets its nearest measured neighbour's
-   choice, never an untested fallback — unless that choice would hold more than a thread's registers here than at
-   its own width (more segments, a masked one: `register_slack`), when the next nearest is taken;
+   names another file), read by **nearest neighbour**: the tuned width nearest N on a log scale among those of
+   the same layout class (`layout_class`: how many power-of-two segments the row has, whether the last is masked,
+   whether rows start 16-byte aligned) within an octave, else among all; then the tuned row count nearest M. Every
+   configuration is valid at every width (the row layout comes from N itself,
+   `rmsnorm_kernels.segments.row_segments`), so a width nobody measured gets a measured neighbour's choice, never
+   an untested fallback — unless that choice would hold more than a thread's registers here than at its own width
+   (more segments, a masked one, scalar loads: `register_slack`), when the next nearest is taken;
 2. else **the rule** (`rule_forward`, `rule_backward`), which a GPU with no table gets and which the tuner
    searches around. It is a memory-bound kernel's rule of thumb, in elements of the padded row P:
 
@@ -18,7 +20,10 @@ A kernel's choices (tile rows, warps, programs per SM, pipeline stages, which fo
      fit a thread's registers: `register_budget`), two programs per SM when a tile is small (R·P ≤ 4 K), three pipeline
      stages (one, with γ reloaded per row, for rows of 16 K and more, whose registers are full);
    * forward: short rows (P ≤ 1024) several to a program (R·P = 4 K, 16 elements per thread); longer ones one
-     row a program held in registers as segments, 16 elements per thread (4 … 32 warps).
+     row a program held in registers as segments, 16 elements per thread (4 … 32 warps);
+   * rows that do not start 16-byte aligned (N % 8 ≠ 0 for 2-byte elements) are loaded one element at a time,
+     each with its own 64-bit address: half the backward tile, and warps enough for the addresses' registers;
+     twice the forward's warps.
 
 The tables hold, for each (kind, N, M) the tuner measured, the winning configuration and both its and the
 rule's bandwidth (how much the table is worth over the rule, per width). Kinds: ``fwd``, ``persistent``,
@@ -112,24 +117,41 @@ def padded_width(n: int) -> int:
 def rule_backward(kind: str, n: int, m: int = 16384) -> BackwardConfig:
     """The backward's configuration by the rule (module text)."""
     p = padded_width(n)
-    rows = max(1, floor_power_of_two((BACKWARD_TILE_ELEMENTS - 1) / p))
+    vector = aligned(n)
+    rows = max(1, floor_power_of_two((BACKWARD_TILE_ELEMENTS // (1 if vector else 2) - 1) / p))
     tile = rows * p
     wide = p >= 16384
     first = min(16, max(4, nearest_power_of_two(tile / 1024)))
-    options = [(first, False), (first, True), (first // 2, False), (first // 2, True)]
-    fits = [(w, reload) for w, reload in options if w >= 4 and live_values(tile, w, reload) <= register_budget(n, w)]
-    warps, reload = fits[0] if fits else (first, True)
+    per_sm = 2 if tile <= 4096 else 1
+    options = [(w, reload) for w in (first, first // 2, 2 * first, 4 * first) for reload in (False, True)]
+    fits = [(w, reload) for w, reload in options
+            if 4 <= w <= MAX_WARPS and live_values(tile, w, reload, vector) <= register_budget(n, w * per_sm)]
+    warps, reload = fits[0] if fits else (first if vector else min(MAX_WARPS, 4 * first), True)
     if p >= 32768:
         warps = MAX_WARPS
-    return BackwardConfig(rows=rows, num_warps=warps, programs_per_sm=2 if tile <= 4096 else 1,
+    return BackwardConfig(rows=rows, num_warps=warps, programs_per_sm=per_sm,
                           stages=1 if wide else 3, reload_weight=reload or wide,
                           rows_per_program=workspace_rows_rule(rows, p) if kind == "workspace" else 0)
 
 
-def live_values(tile: int, warps: int, reload_weight: bool) -> float:
+def aligned(n: int) -> bool:
+    """Do rows of 2-byte elements start 16-byte aligned (vector loads)? Otherwise every element is a scalar load
+    with its own 64-bit address (ptxas, sm_90: 14155 at 16 warps spills 472 B where 14336 spills none)."""
+    return n % 8 == 0
+
+
+def live_values(tile: int, warps: int, reload_weight: bool, vector_loads: bool = True) -> float:
     """fp32 values one backward thread holds live: x, dy and the dγ partial of its share of the tile, and γ's
-    unless it is reloaded per tile."""
-    return tile / (32 * warps) * (3 if reload_weight else 4)
+    unless it is reloaded per tile; with scalar loads also the two 64-bit addresses of x and dy per element."""
+    return tile / (32 * warps) * ((3 if reload_weight else 4) + (0 if vector_loads else 4))
+
+
+def layout_class(n: int) -> tuple[int, bool, bool]:
+    """What decides whether one width's configuration suits another besides their distance: the row's number of
+    segments, whether the last is masked, whether rows are aligned (`aligned`). 3840 (three segments, one masked)
+    took 4096's winner (one segment) and ran at 54 % of the copy ceiling beside 4096's 90 %."""
+    layout = row_segments(n)
+    return len(layout.widths), any(layout.masks), aligned(n)
 
 
 def register_budget(n: int, warps: int) -> int:
@@ -146,7 +168,7 @@ def register_slack(config: "BackwardConfig", n: int) -> float:
     """`register_budget` less `live_values` of a backward configuration at width ``n`` (negative: ptxas spills)."""
     p = (next_power_of_two(n) if config.padded else row_segments(n).padded)
     return register_budget(n, config.num_warps * config.programs_per_sm) - live_values(
-        config.rows * p, config.num_warps, config.reload_weight)
+        config.rows * p, config.num_warps, config.reload_weight, aligned(n))
 
 
 def workspace_rows_rule(rows: int, p: int) -> int:
@@ -157,10 +179,12 @@ def workspace_rows_rule(rows: int, p: int) -> int:
 def rule_forward(n: int, m: int = 16384) -> ForwardConfig:
     """The forward's configuration by the rule (module text)."""
     p = padded_width(n)
+    scalar = 1 if aligned(n) else 2  # scalar loads: half the elements per thread
     if p <= 1024:
         rows = max(1, FORWARD_MULTI_ROW_ELEMENTS // next_power_of_two(p))
-        return ForwardConfig("rows", rows=rows, num_warps=min(8, max(1, rows * next_power_of_two(p) // 512)))
-    return ForwardConfig("rows", rows=1, num_warps=min(MAX_WARPS, max(4, nearest_power_of_two(p / 512))))
+        warps = scalar * rows * next_power_of_two(p) // 512
+        return ForwardConfig("rows", rows=rows, num_warps=min(8 * scalar, max(1, warps)))
+    return ForwardConfig("rows", rows=1, num_warps=min(MAX_WARPS, max(4, scalar * nearest_power_of_two(p / 512))))
 
 
 def rule(kind: str, n: int, m: int = 16384):
@@ -243,15 +267,21 @@ class ConfigTable:
     entries: dict
 
     def lookup(self, kind: str, n: int, m: int):
-        """The configuration of the measured (N, M) nearest (n, m): nearest width on a log scale first, then the
-        nearest row count; a backward configuration that would hold more than a thread's registers at ``n`` than at
-        the width it was measured at (`register_slack`: more segments, a masked one) is passed over for the next
-        nearest width. None when no entry fits."""
+        """The configuration of the measured (N, M) nearest (n, m): the nearest width on a log scale of the same
+        `layout_class` within an octave, else the nearest width; then the nearest row count. A backward
+        configuration that would hold more than a thread's registers at ``n`` than at the width it was measured at
+        (`register_slack`: more segments, a masked one, scalar loads) is passed over for the next. None when no
+        entry fits."""
         rows = self.entries.get(kind)
         if not rows:
             return None
-        ln, lm = math.log2(max(1, n)), math.log2(max(1, m))
-        for width in sorted({r[0] for r in rows}, key=lambda w: (abs(math.log2(w) - ln), w)):
+        ln, lm, cls = math.log2(max(1, n)), math.log2(max(1, m)), layout_class(n)
+
+        def order(w):
+            distance = abs(math.log2(w) - ln)
+            return (not (layout_class(w) == cls and distance <= 1), distance, w)
+
+        for width in sorted({r[0] for r in rows}, key=order):
             config = min((r for r in rows if r[0] == width), key=lambda r: (abs(math.log2(r[1]) - lm), r[1]))[2]
             if kind == "fwd" or register_slack(config, n) >= min(0, register_slack(config, width)):
                 return config

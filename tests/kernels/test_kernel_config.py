@@ -67,6 +67,34 @@ def test_lookup_passes_over_a_neighbour_that_would_spill_here():
     assert t.lookup("persistent", 3840, 32768) == fits
 
 
+def test_lookup_prefers_a_width_of_the_same_layout_class_within_an_octave():
+    """7936 (4096 + 2048 + a masked 2048) is nearer 8192 (one segment) than 7680 (the same layout class): the
+    class decides; where no width of the class lies within an octave the nearest width answers."""
+    one, masked, two = (BackwardConfig(rows=r, num_warps=w) for r, w in ((2, 8), (1, 8), (2, 4)))
+    t, _ = table({"persistent": [(8192, 32768, one), (7680, 32768, masked), (3072, 32768, two)]})
+    assert kc.layout_class(7936) == kc.layout_class(7680) != kc.layout_class(8192)
+    assert t.lookup("persistent", 7936, 32768) == masked
+    assert t.lookup("persistent", 8192, 32768) == one
+    assert kc.layout_class(12288) == kc.layout_class(3072)  # two segments, two octaves apart: a nearer width answers
+    assert t.lookup("persistent", 12288, 32768) in (one, masked)
+
+
+def test_unaligned_rows_are_their_own_class_and_get_more_warps():
+    """N % 8 ≠ 0: every load is scalar with its own address (ptxas: 14155 at 16 warps spilled 472 B); the rule
+    spreads such a row over more threads than its aligned neighbour, and the lookup keeps the classes apart."""
+    for n in random_widths():
+        odd = n | 1
+        assert kc.layout_class(odd)[2] is False and kc.layout_class(odd * 8)[2] is True
+        rule_odd, rule_even = kc.rule_backward("persistent", odd), kc.rule_backward("persistent", odd + 7 - (odd + 7) % 8)
+        per_thread = [c.rows * kc.padded_width(w) / c.num_warps for c, w in ((rule_odd, odd), (rule_even, odd + 7 - (odd + 7) % 8))]
+        assert per_thread[0] <= per_thread[1], (odd, rule_odd, rule_even)
+        assert kc.rule_forward(odd).num_warps >= kc.rule_forward(odd + 7 - (odd + 7) % 8).num_warps, odd
+    aligned_winner, odd_winner = BackwardConfig(rows=2, num_warps=8), BackwardConfig(rows=1, num_warps=32, reload_weight=True)
+    t, _ = table({"persistent": [(5120, 32768, aligned_winner), (4999, 32768, odd_winner)]})
+    assert t.lookup("persistent", 5112, 32768) == aligned_winner
+    assert t.lookup("persistent", 5111, 32768) == odd_winner
+
+
 def test_config_for_uses_the_table_named_by_the_environment(monkeypatch, tmp_path):
     winner = ForwardConfig("chunked", chunk=1024, num_warps=4)
     _, doc = table({"fwd": [(4096, 16384, winner)]})
