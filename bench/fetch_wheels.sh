@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Fetch, on this machine (PyPI reachable), the wheels a lent H200 needs and cannot download itself (see
 # bench/gpu_session.sh): .whl/ holds the web stack and Liger (7 MB), .whlq/ QuACK with its small CuTe-DSL parts
-# (10 MB), .whl2/ the 92 MB CuTe-DSL cu13 library wheel in two halves (cu13.part.aa / .ab), carried in two calls
-# and joined there. A call's carry is at most 64 MiB with the working tree (~6 MB): call 1 takes .whl and the
-# first half, call 2 .whl, .whlq and the second half. Python 3.12, manylinux x86_64 (the device image). Versions: the web
+# (10 MB), .whlx/ the 92 MB CuTe-DSL cu13 library wheel's files as one tar.xz (66 MB) in two parts
+# (cu13.tar.xz.part.aa / .ab), carried in two calls and extracted there. A call's carry is at most 64 MiB with the
+# working tree (~14 MB): call 1 takes .whl and the first part, call 2 .whl, .whlq and the second. Python 3.12, manylinux x86_64 (the device image). Versions: the web
 # stack's from constraints.txt (what the suite passed with), the peers' pinned below (the versions the
 # committed results name). The three folders are ignored by git (.git/info/exclude). Prints the carry sizes.
 #   bash bench/fetch_wheels.sh        # then: bash bench/gpu_session.sh's phases, carrying .whl and one half
@@ -31,8 +31,8 @@ download() {  # DIR SPEC...
   "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     "${platforms[@]}" -d "$dir" "$@"
 }
-mkdir -p .whl .whlq .whl2
-for d in .whl .whlq .whl2; do grep -qx "/$d/" .git/info/exclude 2>/dev/null || echo "/$d/" >> .git/info/exclude; done
+mkdir -p .whl .whlq .whlx
+for d in .whl .whlq .whlx; do grep -qx "/$d/" .git/info/exclude 2>/dev/null || echo "/$d/" >> .git/info/exclude; done
 specs=()
 for name in $WEB; do
   spec=$(pin "$name"); [ -n "$spec" ] || { echo "no pin for $name in constraints.txt"; exit 1; }
@@ -42,9 +42,10 @@ download .whl "${specs[@]}" $PEERS
 download .whlq $QUACK
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 download "$tmp" $CU13
-rm -f .whl2/cu13.part.*
-split -b 46m "$tmp"/nvidia_cutlass_dsl_libs_cu13-*.whl .whl2/cu13.part.
-ls .whl .whlq; du -sh .whl .whlq .whl2/cu13.part.*
+rm -f .whlx/cu13.tar.xz.part.*
+mkdir "$tmp/cu13" && (cd "$tmp/cu13" && unzip -q "$tmp"/nvidia_cutlass_dsl_libs_cu13-*.whl)
+tar -C "$tmp/cu13" -cf - . | xz -T2 -6 | split -b 36m - .whlx/cu13.tar.xz.part.
+ls .whl .whlq; du -sh .whl .whlq .whlx/cu13.tar.xz.part.*
 # WITH_RAY=1 (issue 37, bench/ray_gpu.sh): .whlr/deps/ Ray's small dependencies (3 MB) and the ~79 MB ray wheel in
 # two halves, .whlr/ray.part.aa / .ab, carried in two calls and joined there (.whlr/ is in .gitignore)
 if [ -n "${WITH_RAY:-}" ]; then

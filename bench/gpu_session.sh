@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # The lent-H200 session, in phases (each `run` call of the device tool runs one or more of them).
-# The wheels: `bash bench/fetch_wheels.sh` on the CPU machine (PyPI reachable) fills .whl/, .whlq/ and .whl2/.
+# The wheels: `bash bench/fetch_wheels.sh` on the CPU machine (PyPI reachable) fills .whl/, .whlq/ and .whlx/.
 # Wheels travel in the ignored folders .whl/ (web stack incl. opentelemetry-api for fastapi >= 0.165, pydantic,
 # liger), .whlq/ (quack with apache-tvm-ffi and torch-c-dlpack-ext, and the CuTe-DSL parts: nvidia-cutlass-dsl,
 # -libs-base and -libs-core, the last holding the cutlass Python sources) and
-# .whl2/ (the 92 MB CuTe-DSL cu13 library wheel, split in two halves that arrive in two calls). Everything that must
+# .whlx/ (the 92 MB CuTe-DSL cu13 library wheel's files as a 66 MB tar.xz, split in two halves that arrive in two
+# calls). Everything that must
 # outlive one call lives under /var/tmp/rmsnorm (the repo's ignored paths are wiped between calls).
 #
-#   bash bench/gpu_session.sh stash-a install check serve-demo    # call 1: carry .whl and .whl2/cu13.part.aa
+#   bash bench/gpu_session.sh stash-a install check serve-demo    # call 1: carry .whl and .whlx/cu13.tar.xz.part.aa
 #   bash bench/gpu_session.sh stash-b install install-dsl sweep-start sweep-wait
-#                                                   # call 2: carry .whl, .whlq and .whl2/cu13.part.ab
+#                                                   # call 2: carry .whl, .whlq and .whlx/cu13.tar.xz.part.ab
 #   bash bench/gpu_session.sh sweep-wait                           # call 3 if the sweep outlived call 2
 # Issue 15's models preset, every peer, both dtypes (about 17 minutes at 20 repetitions on an H100):
-#   bash bench/gpu_session.sh stash-a install native smi-start     # call 1: carry .whl, .whl2/cu13.part.aa, .git-commit
+#   bash bench/gpu_session.sh stash-a install native smi-start     # call 1: carry .whl, .whlx/cu13.tar.xz.part.aa, .git-commit
 #   SWEEP_SPLIT=1 SWEEP_DTYPES=bf16,fp16 SWEEP_REPS=20 SWEEP_S=1150 WAIT_S=480 KEEP_RUNNING=1 \
-#     bash bench/gpu_session.sh stash-b install-dsl models-start models-wait   # call 2 at once: .whlq, .whl2/cu13.part.ab
+#     bash bench/gpu_session.sh stash-b install-dsl models-start models-wait   # call 2 at once: .whl, .whlq, .whlx/cu13.tar.xz.part.ab
 #   WAIT_S=560 bash bench/gpu_session.sh models-wait smi-stop      # call 3 at once (a machine idle for 30 s is gone)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -23,20 +24,21 @@ source bench/gpu_env.sh  # KEEP, SITE, OUT, the caches, PYTHONPATH (dsl_path), G
 for phase in "$@"; do
   echo "=== phase $phase ($(date -u +%H:%M:%S))"
   case "$phase" in
-    stash-a) cp .whl2/cu13.part.aa "$KEEP/" && ls -la "$KEEP" ;;
-    stash-b) cp .whl2/cu13.part.ab "$KEEP/" && ls -la "$KEEP" ;;
+    stash-a) cp .whlx/cu13.tar.xz.part.aa "$KEEP/" && ls -la "$KEEP" ;;
+    stash-b) cp .whlx/cu13.tar.xz.part.ab "$KEEP/" && ls -la "$KEEP" ;;
     install)
       python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl \
         || { echo "wheel install failed"; exit 1; }
       python3 -c 'import fastapi, uvicorn, pydantic, liger_kernel; print("web stack + liger OK", fastapi.__version__, pydantic.__version__)'
       ;;
     install-dsl)
-      cat "$KEEP/cu13.part.aa" "$KEEP/cu13.part.ab" > "$KEEP/nvidia_cutlass_dsl_libs_cu13-4.8.1-cp312-cp312-manylinux_2_28_x86_64.whl"
-      # all CuTe-DSL wheels in ONE pip call: `pip --target --upgrade` replaces a shared top-level folder
-      # (nvidia_cutlass_dsl/) wholesale, so a second call would delete the first call's cutlass_dsl package
-      python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
-        "$KEEP/nvidia_cutlass_dsl_libs_cu13-4.8.1-cp312-cp312-manylinux_2_28_x86_64.whl" .whlq/*.whl \
+      # the small CuTe-DSL wheels and QuACK in one pip call (`pip --target --upgrade` replaces a shared top-level
+      # folder wholesale), then the cu13 library wheel's files, carried unpacked as tar.xz (66 MB where the wheel's
+      # zip is 92: the two halves and the repository fit two calls' 64 MiB), extracted over them
+      python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whlq/*.whl \
         || { echo "cutlass dsl install failed"; exit 1; }
+      cat "$KEEP/cu13.tar.xz.part.aa" "$KEEP/cu13.tar.xz.part.ab" | python3 -c 'import sys, tarfile; tarfile.open(fileobj=sys.stdin.buffer, mode="r|xz").extractall(sys.argv[1], filter="data")' "$SITE" \
+        || { echo "cu13 library install failed"; exit 1; }
       dsl_path  # the cutlass_dsl folder exists only now: later phases of this call need it on the path
       python3 -c 'import quack, cutlass; print("quack OK", getattr(quack, "__version__", "?"))' 2>&1 | tail -3
       ;;
