@@ -32,9 +32,11 @@ chromium:
 test: setup chromium lint
 	$(BIN)/python -m pytest -q -ra
 
-# ruff: pyflakes + pycodestyle errors over the whole repository (pyproject.toml [tool.ruff])
+# ruff: pyflakes + pycodestyle errors and the formatter's verdict over the whole repository (pyproject.toml
+# [tool.ruff]); `$(BIN)/ruff format .` formats
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -ra -m "not browser"

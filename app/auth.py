@@ -28,11 +28,13 @@ async def request_exposed(request: Request, settings: Settings = Depends(get_set
     return settings.exposed or reached_exposed(request.scope)
 
 
-async def require_write_access(request: Request, settings: Settings = Depends(get_settings),
-                               exposed: bool = Depends(request_exposed)) -> None:
+async def require_write_access(
+    request: Request, settings: Settings = Depends(get_settings), exposed: bool = Depends(request_exposed)
+) -> None:
     """(async: a few header comparisons, no hop to the thread pool)"""
     refusal = write_origin_refusal(settings, request.headers) or write_refusal(
-        settings, presented_token(request), exposed=exposed, host_header=request.headers.get("host", ""))
+        settings, presented_token(request), exposed=exposed, host_header=request.headers.get("host", "")
+    )
     if refusal is None and request.method in ("POST", "PUT", "PATCH"):
         refusal = content_type_refusal(request.headers)
     if refusal is not None:

@@ -34,10 +34,19 @@ from engine.summary import summarize
 
 log = logging.getLogger("rmsnorm.jobs")
 
+
 class Scheduler:
-    def __init__(self, labels: Iterable[str], store: Store, max_queue: int, plugins: tuple[str, ...] = (),
-                 ceiling_bytes: int | None = None, worker_factory=DeviceWorker,
-                 case_timeout_s: float | None = None, self_check: bool = False) -> None:
+    def __init__(
+        self,
+        labels: Iterable[str],
+        store: Store,
+        max_queue: int,
+        plugins: tuple[str, ...] = (),
+        ceiling_bytes: int | None = None,
+        worker_factory=DeviceWorker,
+        case_timeout_s: float | None = None,
+        self_check: bool = False,
+    ) -> None:
         self.books = DeviceQueues(labels, max_queue)
         self.labels = self.books.labels
         self.case_timeout_s = case_timeout_s
@@ -60,8 +69,9 @@ class Scheduler:
             if self._threads or self._stopping:
                 return
             for label in self.labels:
-                thread = threading.Thread(target=self._dispatch, args=(label, warm), name=f"dispatch-{label}",
-                                          daemon=True)
+                thread = threading.Thread(
+                    target=self._dispatch, args=(label, warm), name=f"dispatch-{label}", daemon=True
+                )
                 self._threads[label] = thread
                 thread.start()
 
@@ -97,19 +107,37 @@ class Scheduler:
         """The devices a request may use (raises `UnknownDevice` / `UnknownNode`)."""
         return self.books.devices_for(request.device, getattr(request, "node", None), self.traits)
 
-    def submit(self, request: BenchmarkRequest, sweep: Sweep, cases: list[Case], listener: Listener | None = None,
-               run_id: str | None = None) -> Job:
+    def submit(
+        self,
+        request: BenchmarkRequest,
+        sweep: Sweep,
+        cases: list[Case],
+        listener: Listener | None = None,
+        run_id: str | None = None,
+    ) -> Job:
         """Queue a job (raises `UnknownDevice`, `QueueFull`). Its first ``queued`` line is emitted before return."""
         return self.submit_group(request, sweep, cases, listener, run_id, each_model=False)[0]
 
-    def submit_group(self, request: BenchmarkRequest, sweep: Sweep, cases: list[Case], listener: Listener | None = None,
-                     run_id: str | None = None, each_model: bool = True) -> list[Job]:
+    def submit_group(
+        self,
+        request: BenchmarkRequest,
+        sweep: Sweep,
+        cases: list[Case],
+        listener: Listener | None = None,
+        run_id: str | None = None,
+        each_model: bool = True,
+    ) -> list[Job]:
         """Queue one job, or with ``each_model`` one per GPU model among the request's devices (linked: each header
         carries the ``group_id`` and every run id of the group). All are queued or none (`QueueFull`)."""
         candidates = self.candidates(request)
         groups = self.books.by_model(candidates, self.traits) if each_model else {None: candidates}
-        jobs = [(Job(run_id if len(groups) == 1 and run_id else new_run_id(), request, sweep, list(cases), listener),
-                 labels) for labels in groups.values()]
+        jobs = [
+            (
+                Job(run_id if len(groups) == 1 and run_id else new_run_id(), request, sweep, list(cases), listener),
+                labels,
+            )
+            for labels in groups.values()
+        ]
         if each_model:
             group_id = "group-" + new_run_id()
             linked = [job.run_id for job, _ in jobs]
@@ -157,8 +185,14 @@ class Scheduler:
 
     def gpu_sm_count(self) -> Optional[int]:
         """The SM count the first GPU worker reported, if any did."""
-        return next((w.info.sm_count for w in self.workers.values()
-                     if w.info is not None and w.info.kind == "cuda" and w.info.sm_count), None)
+        return next(
+            (
+                w.info.sm_count
+                for w in self.workers.values()
+                if w.info is not None and w.info.kind == "cuda" and w.info.sm_count
+            ),
+            None,
+        )
 
     # -- one device's thread --------------------------------------------------------------------------------------
 
@@ -192,8 +226,11 @@ class Scheduler:
             return
         try:
             while True:
-                if not worker.in_run(job.run_id) and self._others_on(job, label) \
-                        and not self._begin(label, worker, job):
+                if (
+                    not worker.in_run(job.run_id)
+                    and self._others_on(job, label)
+                    and not self._begin(label, worker, job)
+                ):
                     return  # this device cannot take the run up again: the others measure the cases left
                 with self._cond:
                     if job.cancelled.is_set() or self._stopping or not job.pending:
@@ -206,8 +243,9 @@ class Scheduler:
     def _others_on(self, job: Job, label: str) -> bool:
         """Whether another device is measuring the job, or has it queued (a split job)."""
         with self._cond:
-            return any(other != label and (other in job.active or job in self.books.queues[other])
-                       for other in job.devices)
+            return any(
+                other != label and (other in job.active or job in self.books.queues[other]) for other in job.devices
+            )
 
     def _begin(self, label: str, worker: DeviceWorker, job: Job) -> bool:
         """The engine's run begun in the worker (again, after a restart); its first header is recorded."""
@@ -293,11 +331,17 @@ class Scheduler:
         label = job.devices[0] if job.devices else self.labels[0]
         for case in leftovers:
             reason = f"no device could run {case_label(case)}: {job.last_error or 'unknown reason'}"
-            self._record_row(job, error_row(case, reason, job.run_id, self.workers[label].row_device(),
-                                            mode=_mode(label)))
+            self._record_row(
+                job, error_row(case, reason, job.run_id, self.workers[label].row_device(), mode=_mode(label))
+            )
         complete = not job.cancelled.is_set() and len(job.rows) == len(job.cases) and not leftovers
-        job.summary = {"run_id": job.run_id, **summarize(job.rows, complete=complete, baseline=job.sweep.baseline),
-                       "planned": len(job.cases), "cancelled": job.cancelled.is_set(), "devices": list(job.headers)}
+        job.summary = {
+            "run_id": job.run_id,
+            **summarize(job.rows, complete=complete, baseline=job.sweep.baseline),
+            "planned": len(job.cases),
+            "cancelled": job.cancelled.is_set(),
+            "devices": list(job.headers),
+        }
         if job.stored:
             try:
                 self.store.finish_run(job.run_id, job.summary, complete)

@@ -27,18 +27,27 @@ EMPTY_STYLE = "'sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU='"
 """The hash of an empty text: plotly.js adds its rules (mode bar, hover cursors) to empty ``<style>`` elements it
 creates, through the CSSOM (``insertRule``, which a CSP does not govern); with this, those empty elements and only
 they are allowed, not one inline style with content."""
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self' " + EMPTY_STYLE + "; img-src 'self' data: blob:; "
-       "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
-       "frame-ancestors 'none'")
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' " + EMPTY_STYLE + "; img-src 'self' data: blob:; "
+    "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)
 """The page loads nothing from elsewhere and has no inline script, style or eval (tests/browser: Chromium reports
 no violation with the page's charts, views and dock drawn)."""
-DOCS_CSP = CSP.replace("script-src 'self'", "script-src 'self' 'unsafe-inline'").replace(
-    "style-src 'self' " + EMPTY_STYLE, "style-src 'self' 'unsafe-inline'") + "; worker-src 'self' blob:"
+DOCS_CSP = (
+    CSP.replace("script-src 'self'", "script-src 'self' 'unsafe-inline'").replace(
+        "style-src 'self' " + EMPTY_STYLE, "style-src 'self' 'unsafe-inline'"
+    )
+    + "; worker-src 'self' blob:"
+)
 """/docs and /redoc (FastAPI's pages, static text with an inline script that starts Swagger UI / ReDoc, whose
 ReDoc runs a worker from a blob)."""
 DOCS_PATHS = ("/docs", "/docs/oauth2-redirect", "/redoc")
-SECURITY_HEADERS = ((b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY"),
-                    (b"referrer-policy", b"no-referrer"))
+SECURITY_HEADERS = (
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+)
 
 
 def security_headers(path: str) -> list[tuple[bytes, bytes]]:
@@ -97,8 +106,10 @@ def write_origin_refusal(settings: Settings, headers) -> tuple[int, str] | None:
         host = (headers.get("host") or "").strip().lower()
         if netloc is not None and netloc == host:
             return None
-        return 403, (f"a write from another origin ({origin[:100]!r}) is refused: this service writes only for "
-                     f"pages it served itself (behind a reverse proxy, add the page's origin to RMSNORM_ALLOWED_ORIGINS)")
+        return 403, (
+            f"a write from another origin ({origin[:100]!r}) is refused: this service writes only for "
+            f"pages it served itself (behind a reverse proxy, add the page's origin to RMSNORM_ALLOWED_ORIGINS)"
+        )
     site = (headers.get("sec-fetch-site") or "").strip().lower()
     if site in ("cross-site", "same-site"):
         return 403, f"a write sent by a page of another origin (Sec-Fetch-Site: {site}) is refused"
@@ -110,15 +121,24 @@ def content_type_refusal(headers) -> tuple[int, str] | None:
     another origin can send without asking (no CORS preflight), so it is never read (415)."""
     declared = headers.get("content-type") or ""
     media, _, params = declared.partition(";")
-    charset = next((value.strip().strip('"').lower() for key, _, value in
-                    (p.strip().partition("=") for p in params.split(";")) if key.strip().lower() == "charset"), None)
+    charset = next(
+        (
+            value.strip().strip('"').lower()
+            for key, _, value in (p.strip().partition("=") for p in params.split(";"))
+            if key.strip().lower() == "charset"
+        ),
+        None,
+    )
     if media.strip().lower() != "application/json" or charset not in (None, "utf-8", "utf8"):
-        return 415, (f"a write body must be sent with 'Content-Type: application/json' (UTF-8); this request says "
-                     f"{declared[:100]!r}")
+        return 415, (
+            f"a write body must be sent with 'Content-Type: application/json' (UTF-8); this request says "
+            f"{declared[:100]!r}"
+        )
     return None
 
 
 # -- the bound socket --------------------------------------------------------------------------------------------
+
 
 def _hex_address(text: str) -> str:
     """``0100007F:1F40`` (little-endian IPv4) or the 32-hex-digit IPv6 form → the address without the port."""
@@ -127,7 +147,7 @@ def _hex_address(text: str) -> str:
     raw = bytes.fromhex(text.partition(":")[0])
     if len(raw) == 4:
         return str(ipaddress.IPv4Address(raw[::-1]))
-    words = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
     return str(ipaddress.IPv6Address(words))
 
 
@@ -215,6 +235,7 @@ def _is_ip(text: str) -> bool:
 
 # -- body size -----------------------------------------------------------------------------------------------------
 
+
 def too_large_message(limit: int, path: str) -> str:
     what = "a result file to import" if path == IMPORT_PATH else "a request body"
     setting = "RMSNORM_MAX_IMPORT_BYTES" if path == IMPORT_PATH else "RMSNORM_MAX_BODY_BYTES"
@@ -269,13 +290,22 @@ class BodyLimit:
 async def _answer(send: Send, status: int, detail: str) -> None:
     """A JSON error answered from the edge, before any route (the connection is closed: a body may be unread)."""
     body = json.dumps({"detail": detail}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            (b"connection", b"close")]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
 # -- JSON off the event loop, finite numbers only ------------------------------------------------------------------
+
 
 def first_non_finite(value: Any, path: tuple = ()) -> tuple | None:
     """The path to the first NaN/±Infinity in a parsed JSON value, or None."""
@@ -321,7 +351,7 @@ def quoted_input(value):
     import reprlib
 
     if isinstance(value, (bytes, bytearray)):
-        value = bytes(value[:INPUT_QUOTE_CHARS * 4]).decode("utf-8", "replace")
+        value = bytes(value[: INPUT_QUOTE_CHARS * 4]).decode("utf-8", "replace")
     if isinstance(value, str):
         return value if len(value) <= INPUT_QUOTE_CHARS else f"{value[:INPUT_QUOTE_CHARS]}… ({len(value)} characters)"
     if isinstance(value, (dict, list, tuple)):
@@ -348,8 +378,9 @@ def client_errors(errors, prefix: tuple = ()) -> list[dict]:
         err["input"] = finite(quoted_input(err.get("input")))
         ctx = err.get("ctx")
         if isinstance(ctx, dict):
-            err["ctx"] = {k: (v if isinstance(v, (str, int, float, bool, type(None))) else str(v))
-                          for k, v in ctx.items()}
+            err["ctx"] = {
+                k: (v if isinstance(v, (str, int, float, bool, type(None))) else str(v)) for k, v in ctx.items()
+            }
         out.append(err)
     return out
 
@@ -359,18 +390,45 @@ def parse_json(body: bytes) -> Any:
     try:
         text = body.decode("utf-8") if isinstance(body, (bytes, bytearray)) else body  # JSON is UTF-8 (RFC 8259)
     except UnicodeDecodeError as exc:
-        raise BodyError(422, [{"type": "json_invalid", "loc": ["body"], "input": None,
-                               "msg": f"the body is not UTF-8 text: {str(exc)[:200]}"}]) from None
+        raise BodyError(
+            422,
+            [
+                {
+                    "type": "json_invalid",
+                    "loc": ["body"],
+                    "input": None,
+                    "msg": f"the body is not UTF-8 text: {str(exc)[:200]}",
+                }
+            ],
+        ) from None
     try:
         value = json.loads(text, parse_float=_json_number)
     except (ValueError, RecursionError) as exc:
-        raise BodyError(422, [{"type": "json_invalid", "loc": ["body"], "input": None,
-                               "msg": f"the body is not valid JSON: {str(exc)[:200]}"}]) from None
+        raise BodyError(
+            422,
+            [
+                {
+                    "type": "json_invalid",
+                    "loc": ["body"],
+                    "input": None,
+                    "msg": f"the body is not valid JSON: {str(exc)[:200]}",
+                }
+            ],
+        ) from None
     where = first_non_finite(value)
     if where is not None:
         field = ".".join(map(str, where)) or "body"
-        raise BodyError(422, [{"type": "finite_number", "loc": ["body", *where], "input": None,
-                               "msg": f"{field}: NaN and Infinity are not numbers JSON allows; send a finite number"}])
+        raise BodyError(
+            422,
+            [
+                {
+                    "type": "finite_number",
+                    "loc": ["body", *where],
+                    "input": None,
+                    "msg": f"{field}: NaN and Infinity are not numbers JSON allows; send a finite number",
+                }
+            ],
+        )
     return value
 
 
@@ -394,13 +452,18 @@ async def read_model(request, model, **validate_kw):
         try:
             return model.model_validate(value, strict=True, **validate_kw)
         except ValidationError as exc:
-            raise RequestValidationError([{**err, "loc": ("body", *err["loc"])}
-                                          for err in exc.errors(include_url=False)]) from None
+            raise RequestValidationError(
+                [{**err, "loc": ("body", *err["loc"])} for err in exc.errors(include_url=False)]
+            ) from None
 
     return await run_in_threadpool(work)
 
 
 def json_body(model) -> dict:
     """``openapi_extra`` for a route that reads its body with `read_model`: the body's schema is ``model``'s."""
-    return {"requestBody": {"required": True, "content": {"application/json": {
-        "schema": {"$ref": f"#/components/schemas/{model.__name__}"}}}}}
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}},
+        }
+    }

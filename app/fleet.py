@@ -77,8 +77,13 @@ class RayFleet:
             _reachable(self.address)
             before = set(listening_sockets())
             try:
-                ray.init(address=self.address, namespace=NAMESPACE, log_to_driver=False,
-                         logging_level=logging.WARNING, configure_logging=False)
+                ray.init(
+                    address=self.address,
+                    namespace=NAMESPACE,
+                    log_to_driver=False,
+                    logging_level=logging.WARNING,
+                    configure_logging=False,
+                )
             except Exception as exc:  # ConnectionError, a version mismatch, …: the cluster's own words
                 raise FleetUnavailable(f"could not join the Ray cluster at {self.address!r}: {exc}") from None
             # the driver's own gRPC server listens on every address (Ray's token guards it); it serves no HTTP, so
@@ -86,28 +91,41 @@ class RayFleet:
             not_http(set(listening_sockets()) - before)
         slots = self.discover()
         if not slots:
-            raise FleetUnavailable(f"the Ray cluster at {self.address!r} has no GPU: start its nodes with their "
-                                   "GPUs (ray start … --num-gpus N) and start the service again")
+            raise FleetUnavailable(
+                f"the Ray cluster at {self.address!r} has no GPU: start its nodes with their "
+                "GPUs (ray start … --num-gpus N) and start the service again"
+            )
         self.slots = {f"cuda:{i}": slot for i, slot in enumerate(slots)}
-        log.warning("fleet at %s: %d GPU(s) on %d node(s)", self.address, len(slots),
-                    len({slot.node_id for slot in slots}))
+        log.warning(
+            "fleet at %s: %d GPU(s) on %d node(s)", self.address, len(slots), len({slot.node_id for slot in slots})
+        )
         return self
 
     def discover(self) -> list[Slot]:
         """One slot per GPU of every alive node."""
         slots = []
-        for node in sorted(self.nodes(fresh=True), key=lambda n: (n.get("NodeManagerHostname", ""),
-                                                                  n.get("NodeManagerAddress", ""), n["NodeID"])):
+        for node in sorted(
+            self.nodes(fresh=True),
+            key=lambda n: (n.get("NodeManagerHostname", ""), n.get("NodeManagerAddress", ""), n["NodeID"]),
+        ):
             if not node.get("Alive"):
                 continue
             resources = node.get("Resources", {})
             models = sorted(key.partition(":")[2] for key in resources if key.startswith("accelerator_type:"))
-            labels = tuple(str(value) for key, value in (node.get("Labels") or {}).items()
-                           if not key.startswith("ray.io/"))
+            labels = tuple(
+                str(value) for key, value in (node.get("Labels") or {}).items() if not key.startswith("ray.io/")
+            )
             for k in range(int(resources.get("GPU", 0))):
-                slots.append(Slot(node_id=node["NodeID"], host=node.get("NodeManagerHostname", "?"),
-                                  address=node.get("NodeManagerAddress", "?"), model=models[0] if models else None,
-                                  slot=k, node_labels=labels))
+                slots.append(
+                    Slot(
+                        node_id=node["NodeID"],
+                        host=node.get("NodeManagerHostname", "?"),
+                        address=node.get("NodeManagerAddress", "?"),
+                        model=models[0] if models else None,
+                        slot=k,
+                        node_labels=labels,
+                    )
+                )
         return slots
 
     def labels(self) -> list[str]:
@@ -125,13 +143,15 @@ class RayFleet:
 
     # -- what the workers ask --------------------------------------------------------------------------------------
 
-    def worker(self, label: str, plugins: tuple[str, ...] = (), ceiling_bytes: int | None = None,
-               self_check: bool = False):
+    def worker(
+        self, label: str, plugins: tuple[str, ...] = (), ceiling_bytes: int | None = None, self_check: bool = False
+    ):
         """The scheduler's worker factory: the `RayWorker` of one slot."""
         from app.ray_worker import RayWorker
 
-        return RayWorker(label, self.slots[label], self, plugins=plugins, ceiling_bytes=ceiling_bytes,
-                         self_check=self_check)
+        return RayWorker(
+            label, self.slots[label], self, plugins=plugins, ceiling_bytes=ceiling_bytes, self_check=self_check
+        )
 
     def create_actor(self, label: str, slot: Slot, plugins, ceiling_bytes, known_ceiling, self_check: bool):
         """A `GpuActor` holding one GPU of the slot's node (the call returns at once; Ray starts it)."""
@@ -147,7 +167,12 @@ class RayFleet:
             self._created += 1
             name = f"{actor_name(label)}-{self.instance}-{self._created}"
         return self._actor_class.options(
-            name=name, namespace=NAMESPACE, num_gpus=1, num_cpus=0, max_restarts=0, max_task_retries=0,
+            name=name,
+            namespace=NAMESPACE,
+            num_gpus=1,
+            num_cpus=0,
+            max_restarts=0,
+            max_task_retries=0,
             scheduling_strategy=NodeAffinitySchedulingStrategy(slot.node_id, soft=False),
         ).remote(label, tuple(plugins), ceiling_bytes, known_ceiling, self_check)
 
@@ -186,13 +211,21 @@ class RayFleet:
             node = nodes.get(node_id, {})
             mine = [d for d in devices if d.get("node") == node_id]
             first = next(slot for slot in self.slots.values() if slot.node_id == node_id)
-            out.append({
-                "node_id": node_id, "host": first.host, "address": first.address,
-                "alive": bool(node.get("Alive")),
-                "models": sorted({slot.model for slot in self.slots.values() if slot.node_id == node_id and slot.model}),
-                "gpus": [{key: d.get(key) for key in ("label", "index", "name", "uuid", "queue_length", "busy",
-                                                      "ready")} for d in mine],
-            })
+            out.append(
+                {
+                    "node_id": node_id,
+                    "host": first.host,
+                    "address": first.address,
+                    "alive": bool(node.get("Alive")),
+                    "models": sorted(
+                        {slot.model for slot in self.slots.values() if slot.node_id == node_id and slot.model}
+                    ),
+                    "gpus": [
+                        {key: d.get(key) for key in ("label", "index", "name", "uuid", "queue_length", "busy", "ready")}
+                        for d in mine
+                    ],
+                }
+            )
         return {"nodes": out, "gpus": len(self.slots), "ready": sum(1 for d in devices if d.get("ready"))}
 
 
@@ -207,5 +240,7 @@ def _reachable(address: str, timeout: float = 10.0) -> None:
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
     except OSError as exc:
-        raise FleetUnavailable(f"could not join the Ray cluster at {address!r}: nothing answers there ({exc}); "
-                               "start its head with `ray start --head --port=PORT`") from None
+        raise FleetUnavailable(
+            f"could not join the Ray cluster at {address!r}: nothing answers there ({exc}); "
+            "start its head with `ray start --head --port=PORT`"
+        ) from None

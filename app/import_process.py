@@ -81,6 +81,14 @@ def import_body(db_path: str, body: bytes, label: str | None) -> dict:
     try:
         imported = store.import_run(checked, source="import", undelete=True, label=label)
     except NonFiniteResult as exc:
-        return {"errors": [{"type": "finite_number", "loc": ["body", "rows", exc.row, exc.field], "msg": str(exc),
-                            "input": checked["rows"][exc.row].get(exc.field)}]}
+        return {
+            "errors": [
+                {
+                    "type": "finite_number",
+                    "loc": ["body", "rows", exc.row, exc.field],
+                    "msg": str(exc),
+                    "input": checked["rows"][exc.row].get(exc.field),
+                }
+            ]
+        }
     return {"run_id": document.run.run_id, "imported": imported, "rows": len(document.rows)}

@@ -33,8 +33,15 @@ class LiveServer:
     """``serve(...)`` of app.main in its own process; ``with LiveServer(...) as live:`` or ``.start()`` / ``.stop()``.
     ``env`` adds RMSNORM_* settings (or anything else) to the server's environment."""
 
-    def __init__(self, data_dir: Path, devices: str = "cpu", max_queue: int = 8, plugins: str = "",
-                 env: dict | None = None, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        devices: str = "cpu",
+        max_queue: int = 8,
+        plugins: str = "",
+        env: dict | None = None,
+        host: str = "127.0.0.1",
+    ) -> None:
         self.data_dir = Path(data_dir)
         self.devices = devices
         self.max_queue = max_queue
@@ -58,12 +65,20 @@ class LiveServer:
 
     def start(self, timeout: float = 180.0) -> "LiveServer":
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        code = ("from app.main import serve; "
-                f"serve(host={self.host!r}, port={self.port}, data_dir={str(self.data_dir)!r}, "
-                f"devices={self.devices!r}, max_queue={self.max_queue}, log_level='warning')")
+        code = (
+            "from app.main import serve; "
+            f"serve(host={self.host!r}, port={self.port}, data_dir={str(self.data_dir)!r}, "
+            f"devices={self.devices!r}, max_queue={self.max_queue}, log_level='warning')"
+        )
         self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=self.env, stdout=self._log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code],
+            cwd=REPO,
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             self.wait_ready(timeout)
         except BaseException:

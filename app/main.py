@@ -82,7 +82,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             service.close()
 
     # FastAPIOffline: /docs and /redoc load Swagger UI / ReDoc from the package, not from a CDN.
-    app = FastAPIOffline(title="rmsnorm-dashboard", version=package_version(), description=DESCRIPTION, lifespan=lifespan)
+    app = FastAPIOffline(
+        title="rmsnorm-dashboard", version=package_version(), description=DESCRIPTION, lifespan=lifespan
+    )
     app.state.service = service
 
     async def these_settings() -> Settings:  # async: no hop to the thread pool for a constant
@@ -102,8 +104,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         log.exception("unexpected error %s on %s %s", ref, request.method, request.url.path)
         # the body never echoes the exception: internals stay in the server's log, found by the reference
         # sent by Starlette's outermost ServerErrorMiddleware, past HostAndHeaders: the headers are added here
-        return JSONResponse(status_code=500, content={"detail": f"internal error (reference {ref} in the server log)"},
-                            headers={k.decode(): v.decode() for k, v in security_headers(request.url.path)})
+        return JSONResponse(
+            status_code=500,
+            content={"detail": f"internal error (reference {ref} in the server log)"},
+            headers={k.decode(): v.decode() for k, v in security_headers(request.url.path)},
+        )
 
     from starlette.exceptions import HTTPException as StarletteHTTPException
     from fastapi.exception_handlers import http_exception_handler
@@ -111,8 +116,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
         if exc.status_code == 405:  # Starlette names only the first route of the path; name every method it has
-            return JSONResponse(status_code=405, content={"detail": "Method Not Allowed"},
-                                headers={"Allow": ", ".join(allowed_methods(app, request.scope))})
+            return JSONResponse(
+                status_code=405,
+                content={"detail": "Method Not Allowed"},
+                headers={"Allow": ", ".join(allowed_methods(app, request.scope))},
+            )
         return await http_exception_handler(request, exc)
 
     @app.exception_handler(RequestValidationError)
@@ -120,8 +128,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         from fastapi.encoders import jsonable_encoder
 
         errors = client_errors(exc.errors())
-        return JSONResponse(status_code=422, content={"detail": jsonable_encoder(errors, custom_encoder={
-            bytes: lambda b: b.decode("utf-8", "replace")})})
+        return JSONResponse(
+            status_code=422,
+            content={
+                "detail": jsonable_encoder(errors, custom_encoder={bytes: lambda b: b.decode("utf-8", "replace")})
+            },
+        )
 
     from app.routes import benchmark, compare, health, implementations, presets, runs
 
@@ -137,8 +149,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(pages.router)
 
     install_openapi(app)
-    app.add_api_route(f"/static/vendor/{PLOTLY_JS}", precompressed_asset(settings.static_dir / "vendor" / PLOTLY_JS,
-                                                                         "text/javascript"), include_in_schema=False)
+    app.add_api_route(
+        f"/static/vendor/{PLOTLY_JS}",
+        precompressed_asset(settings.static_dir / "vendor" / PLOTLY_JS, "text/javascript"),
+        include_in_schema=False,
+    )
 
     if settings.static_dir.is_dir():
         app.mount("/static", StaticFiles(directory=settings.static_dir), name="static")
@@ -188,20 +203,29 @@ def install_openapi(app: FastAPI) -> None:
         if app.openapi_schema:
             return app.openapi_schema
         schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
-        _, defs = models_json_schema([(BenchmarkRequest, "validation"), (RunFileUpload, "validation")],
-                                     ref_template="#/components/schemas/{model}")
+        _, defs = models_json_schema(
+            [(BenchmarkRequest, "validation"), (RunFileUpload, "validation")],
+            ref_template="#/components/schemas/{model}",
+        )
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         for name, definition in defs.get("$defs", {}).items():
             components.setdefault(name, definition)
         service = app.state.service
-        models = ([service.scheduler.traits(label)["model"].lower() for label in service.labels]
-                  if service.fleet is not None else [])
+        models = (
+            [service.scheduler.traits(label)["model"].lower() for label in service.labels]
+            if service.fleet is not None
+            else []
+        )
         name_this_servers_values(components["BenchmarkRequest"]["properties"], service.labels, models)
         for operation in (op for path in schema["paths"].values() for op in path.values()):
             if "requestBody" in operation:  # BodyLimit: a Content-Length that is not a number
-                operation["responses"].setdefault("400", {"description": "a malformed request (Content-Length)",
-                                                          "content": {"application/json": {"schema": {
-                                                              "$ref": "#/components/schemas/ErrorBody"}}}})
+                operation["responses"].setdefault(
+                    "400",
+                    {
+                        "description": "a malformed request (Content-Length)",
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+                    },
+                )
         app.openapi_schema = schema
         return schema
 
@@ -228,8 +252,13 @@ def name_this_servers_values(sweep: dict, labels: list[str], models: list[str] =
     sweep["device"]["enum"] = list(dict.fromkeys(["auto", *kinds, *labels, *models]))
 
 
-def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: str | Path | None = None,
-          devices: str | list[str] | None = None, **kw) -> None:
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    data_dir: str | Path | None = None,
+    devices: str | list[str] | None = None,
+    **kw,
+) -> None:
     """Run the service under uvicorn until interrupted. Extra keywords are `Settings` fields (``api_token``,
     ``max_queue``, ``results_dir``, ``plugins``, ...) or ``log_level``."""
     import uvicorn
@@ -241,7 +270,10 @@ def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: str | Path | None
         kw["plugins"] = tuple(kw["plugins"])
     settings = Settings.from_env(host=host, port=port, data_dir=data_dir, devices=devices, **kw)
     if settings.exposed and not settings.api_token and not settings.allow_no_token:
-        log.warning("listening on %s without RMSNORM_API_TOKEN: POST /benchmark, DELETE and import are refused "
-                    "(set a token, or RMSNORM_ALLOW_NO_TOKEN=1)", host)
+        log.warning(
+            "listening on %s without RMSNORM_API_TOKEN: POST /benchmark, DELETE and import are refused "
+            "(set a token, or RMSNORM_ALLOW_NO_TOKEN=1)",
+            host,
+        )
     app = create_app(settings)
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=log_level, timeout_graceful_shutdown=5)

@@ -54,8 +54,9 @@ def case_label(case: Case) -> str:
 class Job:
     """One benchmark request on its way through the queues."""
 
-    def __init__(self, run_id: str, request: BenchmarkRequest, sweep: Sweep, cases: list[Case],
-                 listener: Listener | None = None) -> None:
+    def __init__(
+        self, run_id: str, request: BenchmarkRequest, sweep: Sweep, cases: list[Case], listener: Listener | None = None
+    ) -> None:
         self.run_id = run_id
         self.request = request
         """The request as the client sent it (validated); its ``device`` and ``split`` go into the header."""
@@ -96,8 +97,11 @@ class Job:
         """The run as one document (``?stream=false``): ``{"run", "rows", "summary"}`` (+ ``"headers"`` when split
         over several devices)."""
         headers = [header.model_dump(mode="json") for header in self.headers.values()]
-        document = {"run": headers[0] if headers else None, "rows": [row.model_dump(mode="json") for row in self.rows],
-                    "summary": self.summary}
+        document = {
+            "run": headers[0] if headers else None,
+            "rows": [row.model_dump(mode="json") for row in self.rows],
+            "summary": self.summary,
+        }
         if len(headers) > 1:
             document["headers"] = headers
         return document
@@ -131,12 +135,17 @@ class DeviceQueues:
             found = [label for label in self.labels if any(spec in name.lower() for name in traits(label)["models"])]
         if not found:
             models = sorted({traits(label)["model"] for label in self.labels}) if traits is not None else []
-            raise UnknownDevice(f"no worker for device {device!r}; this service has: {', '.join(self.labels)}"
-                                + (f" (models: {', '.join(models)})" if models else ""))
+            raise UnknownDevice(
+                f"no worker for device {device!r}; this service has: {', '.join(self.labels)}"
+                + (f" (models: {', '.join(models)})" if models else "")
+            )
         if node:
             wanted = node.strip().lower()
-            on_node = [label for label in found
-                       if traits is not None and any(wanted == name.lower() for name in traits(label)["nodes"])]
+            on_node = [
+                label
+                for label in found
+                if traits is not None and any(wanted == name.lower() for name in traits(label)["nodes"])
+            ]
             if not on_node:
                 nodes = sorted({n for label in self.labels for n in (traits(label)["nodes"][:1] if traits else [])})
                 raise UnknownNode(f"no device for {device!r} on node {node!r}; the nodes are: {', '.join(nodes)}")
@@ -156,7 +165,8 @@ class DeviceQueues:
         if not roomy:
             waiting = {label: max(len(self.queues[label]) - 1, 0) for label in candidates}
             raise QueueFull(
-                "queue full: " + ", ".join(f"{label} has {n} job(s) waiting" for label, n in waiting.items())
+                "queue full: "
+                + ", ".join(f"{label} has {n} job(s) waiting" for label, n in waiting.items())
                 + f" (at most {self.max_queue} may wait per device); try again later"
             )
         chosen = roomy if job.split else [min(roomy, key=lambda label: self._load(label, broken(label)))]
@@ -236,5 +246,7 @@ class DeviceQueues:
 
     def lengths(self) -> tuple[dict[str, int], dict[str, bool]]:
         with self.cond:
-            return ({label: len(queue) for label, queue in self.queues.items()},
-                    {label: any(label in job.active for job in queue) for label, queue in self.queues.items()})
+            return (
+                {label: len(queue) for label, queue in self.queues.items()},
+                {label: any(label in job.active for job in queue) for label, queue in self.queues.items()},
+            )

@@ -44,8 +44,14 @@ class GpuActor:
     """One GPU of the fleet. Methods run one at a time (a plain Ray actor), in the order the service calls them:
     ``ready()`` once, then per run ``begin`` → ``measure`` … → ``end``."""
 
-    def __init__(self, label: str, plugins: tuple[str, ...], ceiling_bytes: Optional[int], known_ceiling: Any = None,
-                 self_check: bool = False) -> None:
+    def __init__(
+        self,
+        label: str,
+        plugins: tuple[str, ...],
+        ceiling_bytes: Optional[int],
+        known_ceiling: Any = None,
+        self_check: bool = False,
+    ) -> None:
         self.label = label
         self._run = None
         self._feed: Optional[_Feed] = None
@@ -56,9 +62,12 @@ class GpuActor:
             self.bench = get_ready("cuda:0" if cuda else "cpu:0", plugins, ceiling_bytes, known_ceiling)
             gpu_ids = ray.get_gpu_ids()
             self.tags = _fleet_tags(label, cuda, gpu_ids[0] if gpu_ids else None)
-            self.hello: Any = Ready(info=self._tagged_device(self.bench.info), pid=os.getpid(),
-                                    ceiling=self.bench.ceiling(),
-                                    self_check=self_check_case(self.bench) if self_check else None)
+            self.hello: Any = Ready(
+                info=self._tagged_device(self.bench.info),
+                pid=os.getpid(),
+                ceiling=self.bench.ceiling(),
+                self_check=self_check_case(self.bench) if self_check else None,
+            )
         except BaseException:
             self.hello = StartFailed(traceback.format_exc(limit=8))
 
@@ -71,8 +80,15 @@ class GpuActor:
 
         self.end()
         self._feed = _Feed()
-        self._run = iter_run(sweep, device=str(self.bench.device), run_id=run_id, bench=self.bench,
-                             registry=self.bench.registry, cases=self._feed, implementations=implementations)
+        self._run = iter_run(
+            sweep,
+            device=str(self.bench.device),
+            run_id=run_id,
+            bench=self.bench,
+            registry=self.bench.registry,
+            cases=self._feed,
+            implementations=implementations,
+        )
         try:
             return self._tagged(next(self._run))
         except Exception as exc:

@@ -40,8 +40,15 @@ class RayWorker(WorkerHandle):
     """One GPU slot of the fleet (`app.fleet.Slot`) and the actor that measures on it. One dispatcher thread
     drives it; ``kill`` may come from another (shutdown)."""
 
-    def __init__(self, label: str, slot, fleet, plugins: tuple[str, ...] = (), ceiling_bytes: int | None = None,
-                 self_check: bool = False) -> None:
+    def __init__(
+        self,
+        label: str,
+        slot,
+        fleet,
+        plugins: tuple[str, ...] = (),
+        ceiling_bytes: int | None = None,
+        self_check: bool = False,
+    ) -> None:
         super().__init__(label, plugins, ceiling_bytes, self_check)
         self.slot = slot
         self.fleet = fleet
@@ -68,8 +75,11 @@ class RayWorker(WorkerHandle):
 
     def row_device(self) -> RowDevice:
         info = self.info
-        base = ({"index": info.index, "name": info.name, "uuid": info.uuid} if info is not None
-                else {"name": f"{self.slot.model or 'GPU'} on {self.slot.host}"})
+        base = (
+            {"index": info.index, "name": info.name, "uuid": info.uuid}
+            if info is not None
+            else {"name": f"{self.slot.model or 'GPU'} on {self.slot.host}"}
+        )
         base = tag_device(base, self.label)
         base["host"] = self.slot.host
         return RowDevice.model_validate(base)
@@ -99,8 +109,14 @@ class RayWorker(WorkerHandle):
         with self._lock:
             if self._actor is not None:
                 return
-            self._actor = self.fleet.create_actor(self.label, self.slot, self.plugins, self.ceiling_bytes,
-                                                  self.known_ceiling, self.self_check and self.self_check_result is None)
+            self._actor = self.fleet.create_actor(
+                self.label,
+                self.slot,
+                self.plugins,
+                self.ceiling_bytes,
+                self.known_ceiling,
+                self.self_check and self.self_check_result is None,
+            )
             self._ready, self._run_id = False, None
 
     def ensure_ready(self, timeout: float = STARTUP_TIMEOUT_S) -> DeviceInfo:
@@ -153,8 +169,9 @@ class RayWorker(WorkerHandle):
         return self._wait(self._actor.begin.remote(sweep, run_id, implementations), None)
 
     def _next_case(self, case: Case, timeout: float | None):
-        return self._wait(self._actor.measure.remote(case), timeout,
-                          what=f"did not answer within {timeout or 0:.0f} s and was killed")
+        return self._wait(
+            self._actor.measure.remote(case), timeout, what=f"did not answer within {timeout or 0:.0f} s and was killed"
+        )
 
     def _end_run(self) -> None:
         self._wait(self._actor.end.remote(), END_TIMEOUT_S, what="did not end its run and was killed")

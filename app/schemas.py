@@ -26,7 +26,8 @@ class BenchmarkRequest(Sweep):
     """`POST /benchmark`: a `Sweep`, where to run it, and whether to spread it over every device."""
 
     device: str = Field(
-        default="auto", max_length=16,
+        default="auto",
+        max_length=16,
         description='"auto" (the least busy device), "cpu"/"cuda" (the least busy of that kind), one device: '
         '"cuda:<index>" / "cpu:<index>" as listed by /api/health, or a GPU model ("H100": the least busy device '
         'whose model or name contains it)',
@@ -36,7 +37,9 @@ class BenchmarkRequest(Sweep):
         description="spread the cases over every device (each case goes to whichever worker is free)",
     )
     node: Optional[str] = Field(
-        default=None, max_length=128, pattern=NODE_NAME,
+        default=None,
+        max_length=128,
+        pattern=NODE_NAME,
         description="only the devices of this node (a fleet's host name, address or node id, as /api/health lists)",
     )
     fleet: Optional[Literal["each-model"]] = Field(
@@ -50,8 +53,10 @@ class BenchmarkRequest(Sweep):
     def _device(cls, value: str) -> str:  # replaces Sweep's check: fake CPU devices have indices, GPUs models
         value = value.strip().lower()
         if not (DEVICE_RE.match(value) or FAKE_CPU_DEVICE.match(value) or GPU_MODEL.match(value)):
-            raise ValueError(f'device must be "auto", "cpu", "cuda", "cpu:<index>", "cuda:<index>" or a GPU model '
-                             f'such as "H100", got {value!r}')
+            raise ValueError(
+                f'device must be "auto", "cpu", "cuda", "cpu:<index>", "cuda:<index>" or a GPU model '
+                f'such as "H100", got {value!r}'
+            )
         return value
 
     def engine_sweep(self) -> Sweep:
@@ -100,16 +105,24 @@ class RunListing(BaseModel):
     rows: int
     complete: bool
     source: Literal["live", "import"]
-    timing: Optional[str] = Field(None, description='how its rows were timed: "events" or "cuda-graph" (launch '
-                                  'overhead left out; not comparable with event timings)')
+    timing: Optional[str] = Field(
+        None,
+        description='how its rows were timed: "events" or "cuda-graph" (launch '
+        'overhead left out; not comparable with event timings)',
+    )
     label: Optional[str] = Field(None, description="the imported file's name (results/ at start, or ?label= on import)")
     git_commit: Optional[str] = None
     git_dirty: Optional[bool] = None
     versions: dict[str, Optional[str]] = Field(default_factory=dict, description="torch and triton versions")
-    counts: dict[str, int] = Field(default_factory=dict, description='rows per status: "ok", "skipped" (e.g. '
-                                   '"does not provide this pass"), "error", "wrong"')
-    implementations: list[str] = Field(default_factory=list, description="the implementations with a measured "
-                                       '("ok") row, sorted (the first look prefers the run with the most)')
+    counts: dict[str, int] = Field(
+        default_factory=dict,
+        description='rows per status: "ok", "skipped" (e.g. "does not provide this pass"), "error", "wrong"',
+    )
+    implementations: list[str] = Field(
+        default_factory=list,
+        description="the implementations with a measured "
+        '("ok") row, sorted (the first look prefers the run with the most)',
+    )
     passes: list[str] = Field(default_factory=list, description='the passes with a measured row: "bwd", "fwd"')
 
 
@@ -128,8 +141,9 @@ class DeviceStatus(BaseModel):
     node: Optional[str] = Field(default=None, description="a fleet's GPU: the Ray node id of its machine")
     host: Optional[str] = Field(default=None, description="a fleet's GPU: the host name of its machine")
     model: Optional[str] = Field(default=None, description="a fleet's GPU: its model as Ray knows it (\"H100\")")
-    kind: Optional[str] = Field(default=None, description="a fleet's GPU: what its actor measures on, \"cuda\" or "
-                                "\"cpu\" (a node without CUDA)")
+    kind: Optional[str] = Field(
+        default=None, description="a fleet's GPU: what its actor measures on, \"cuda\" or \"cpu\" (a node without CUDA)"
+    )
 
 
 class Health(BaseModel):
@@ -143,20 +157,30 @@ class Health(BaseModel):
     token_required: bool = Field(description="writes from where this request came need the API token")
     message: str
     fleet: Optional[dict[str, Any]] = Field(
-        default=None, description='with a Ray cluster (serve --ray): {"nodes": [{"node_id", "host", "address", '
+        default=None,
+        description='with a Ray cluster (serve --ray): {"nodes": [{"node_id", "host", "address", '
         '"alive", "models", "gpus": [{"label", "index", "name", "uuid", "queue_length", "busy", "ready"}]}], "gpus", '
-        '"ready"}')
+        '"ready"}',
+    )
     self_check: Optional[dict[str, Any]] = Field(
-        default=None, description='RMSNORM_SELF_CHECK=gpu: {"ok": true|false|null (pending), "detail"}; a failure '
-        'answers 503 (the image\'s HEALTHCHECK sees it)')
+        default=None,
+        description='RMSNORM_SELF_CHECK=gpu: {"ok": true|false|null (pending), "detail"}; a failure '
+        'answers 503 (the image\'s HEALTHCHECK sees it)',
+    )
 
 
 def _addressable_run_id_schema(schema: dict, cls) -> None:
     """The import's ``run.run_id`` pattern in its schema too (`_addressable_run_id` checks it), so that a
     schema-valid upload is one the server accepts; RunHeader's own schema (also the responses') is left as is."""
-    schema["properties"]["run"] = {"allOf": [schema["properties"]["run"], {
-        "type": "object", "properties": {"run_id": {"type": "string", "minLength": 1, "maxLength": 200,
-                                                    "pattern": RUN_ID_REGEX}}}]}
+    schema["properties"]["run"] = {
+        "allOf": [
+            schema["properties"]["run"],
+            {
+                "type": "object",
+                "properties": {"run_id": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": RUN_ID_REGEX}},
+            },
+        ]
+    }
 
 
 class RunFileUpload(RunFile):
@@ -173,9 +197,11 @@ class RunFileUpload(RunFile):
     def _addressable_run_id(cls, run: RunHeader) -> RunHeader:
         run_id = run.run_id
         if not RUN_ID_PATTERN.match(run_id):
-            raise ValueError(f"run.run_id must be 1-200 letters, digits, '-', '_', '.' or ':', start with a letter or "
-                             "digit, not be 'import' and not end in .csv/.json"
-                             f" so that /api/runs/{{id}} can address it, got {run_id!r}")
+            raise ValueError(
+                f"run.run_id must be 1-200 letters, digits, '-', '_', '.' or ':', start with a letter or "
+                "digit, not be 'import' and not end in .csv/.json"
+                f" so that /api/runs/{{id}} can address it, got {run_id!r}"
+            )
         return run
 
 

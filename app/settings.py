@@ -180,7 +180,9 @@ class Settings(BaseSettings):
     @field_validator("ray_address", mode="before")
     @classmethod
     def _ray_address(cls, value):
-        return None if isinstance(value, str) and not value.strip() else value.strip() if isinstance(value, str) else value
+        return (
+            None if isinstance(value, str) and not value.strip() else value.strip() if isinstance(value, str) else value
+        )
 
     @field_validator("api_token", mode="before")
     @classmethod
@@ -196,8 +198,10 @@ class Settings(BaseSettings):
         try:
             return cls(**{key: value for key, value in overrides.items() if value is not None})
         except ValidationError as exc:
-            problems = "; ".join(f"RMSNORM_{'.'.join(map(str, e['loc'])).upper().removeprefix('RMSNORM_')}: {e['msg']}"
-                                 for e in exc.errors())
+            problems = "; ".join(
+                f"RMSNORM_{'.'.join(map(str, e['loc'])).upper().removeprefix('RMSNORM_')}: {e['msg']}"
+                for e in exc.errors()
+            )
             raise ValueError(problems) from None
 
     def resolved_devices(self) -> list[str]:
@@ -243,8 +247,9 @@ def get_settings() -> Settings:
     return _from_environment()
 
 
-def write_refusal(settings: Settings, presented_token: str | None, *, exposed: bool | None = None,
-                  host_header: str | None = None) -> tuple[int, str] | None:
+def write_refusal(
+    settings: Settings, presented_token: str | None, *, exposed: bool | None = None, host_header: str | None = None
+) -> tuple[int, str] | None:
     """Why a write request (POST /benchmark, DELETE, import) must be refused, as (status, reason); None = allowed.
 
     ``exposed``: whether this request reached the service on an address other machines can reach (default: what
@@ -258,12 +263,16 @@ def write_refusal(settings: Settings, presented_token: str | None, *, exposed: b
         if presented_token and hmac.compare_digest(presented_token.encode(), settings.api_token.encode()):
             return None
         if not presented_token:
-            return 401, ("this server is reachable from other machines, so writes need the API token: send the header "
-                         "'Authorization: Bearer <token>' (or 'X-API-Token: <token>')")
+            return 401, (
+                "this server is reachable from other machines, so writes need the API token: send the header "
+                "'Authorization: Bearer <token>' (or 'X-API-Token: <token>')"
+            )
         return 403, "the API token sent does not match RMSNORM_API_TOKEN"
     if exposed and not settings.allow_no_token:
-        return 403, ("this server is reachable from other machines with no API token configured, so it runs no one's "
-                     "sweep: set RMSNORM_API_TOKEN (or RMSNORM_ALLOW_NO_TOKEN=1 to allow writes without one)")
+        return 403, (
+            "this server is reachable from other machines with no API token configured, so it runs no one's "
+            "sweep: set RMSNORM_API_TOKEN (or RMSNORM_ALLOW_NO_TOKEN=1 to allow writes without one)"
+        )
     if host_header is not None:
         return host_refusal(settings, host_header)
     return None
@@ -274,8 +283,12 @@ def host_refusal(settings: Settings, host_header: str | None) -> tuple[int, str]
     A page of another site whose DNS name now resolves to 127.0.0.1 (DNS rebinding) sends its own name."""
     if settings.host_allowed(host_header):
         return None
-    extra = f", or {', '.join(h for h in settings.allowed_hosts if h not in LOOPBACK_NAMES)}" \
-        if set(settings.allowed_hosts) - set(LOOPBACK_NAMES) else ""
-    return 403, (f"this service answers only a Host that is a loopback name, an IP address{extra}; this request "
-                 f"names Host {(host_header or '')[:100]!r} (set RMSNORM_ALLOWED_HOSTS to add it)")
-
+    extra = (
+        f", or {', '.join(h for h in settings.allowed_hosts if h not in LOOPBACK_NAMES)}"
+        if set(settings.allowed_hosts) - set(LOOPBACK_NAMES)
+        else ""
+    )
+    return 403, (
+        f"this service answers only a Host that is a loopback name, an IP address{extra}; this request "
+        f"names Host {(host_header or '')[:100]!r} (set RMSNORM_ALLOWED_HOSTS to add it)"
+    )

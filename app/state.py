@@ -38,9 +38,16 @@ class Service:
             self.fleet = RayFleet(settings.ray_address).connect()
             factory = self.fleet.worker
         self.labels = self.fleet.labels() if self.fleet is not None else settings.resolved_devices()
-        self.scheduler = Scheduler(self.labels, self.store, settings.max_queue, plugins=settings.plugins,
-                                   ceiling_bytes=settings.ceiling_bytes, case_timeout_s=settings.case_timeout_s,
-                                   self_check=settings.self_check == "gpu", worker_factory=factory)
+        self.scheduler = Scheduler(
+            self.labels,
+            self.store,
+            settings.max_queue,
+            plugins=settings.plugins,
+            ceiling_bytes=settings.ceiling_bytes,
+            case_timeout_s=settings.case_timeout_s,
+            self_check=settings.self_check == "gpu",
+            worker_factory=factory,
+        )
         self.import_report: dict[str, list[str]] = {"imported": [], "present": [], "rejected": []}
 
     def close(self) -> None:

@@ -108,8 +108,16 @@ class Store:
             db.execute(
                 "INSERT INTO runs (run_id, created_at, device_name, kind, complete, source, header_json, headers_json,"
                 " stored_at) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?)",
-                (run_id, header.get("created_at"), device.get("name"), device.get("kind"), source,
-                 _dumps(header), _dumps([header]), time.time()),
+                (
+                    run_id,
+                    header.get("created_at"),
+                    device.get("name"),
+                    device.get("kind"),
+                    source,
+                    _dumps(header),
+                    _dumps([header]),
+                    time.time(),
+                ),
             )
 
     def add_header(self, run_id: str, header: dict) -> None:
@@ -147,16 +155,23 @@ class Store:
                 " WHERE r.summary_json IS NULL"
             ).fetchall()
             for run in found:
-                summary = {"run_id": run["run_id"], "rows": run["n"], "complete": False, "interrupted": True,
-                           "reason": "the service stopped while this run was being measured"}
-                db.execute("UPDATE runs SET summary_json = ?, complete = 0 WHERE run_id = ?",
-                           (_dumps(summary), run["run_id"]))
+                summary = {
+                    "run_id": run["run_id"],
+                    "rows": run["n"],
+                    "complete": False,
+                    "interrupted": True,
+                    "reason": "the service stopped while this run was being measured",
+                }
+                db.execute(
+                    "UPDATE runs SET summary_json = ?, complete = 0 WHERE run_id = ?", (_dumps(summary), run["run_id"])
+                )
         return [run["run_id"] for run in found]
 
     # -- whole files ----------------------------------------------------------------------------------------
 
-    def import_run(self, run_file: dict, source: str = "import", undelete: bool = False,
-                   label: str | None = None) -> bool:
+    def import_run(
+        self, run_file: dict, source: str = "import", undelete: bool = False, label: str | None = None
+    ) -> bool:
         """Store a whole run file (already validated). Returns False, changing nothing, when its run_id is stored,
         or was deleted by the user (unless ``undelete``: an explicit import brings a deleted run back). ``label``:
         what the History lists it as (the imported file's name)."""
@@ -186,13 +201,26 @@ class Store:
             db.execute(
                 "INSERT INTO runs (run_id, created_at, device_name, kind, complete, source, header_json, headers_json,"
                 " summary_json, stored_at, label) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (run_id, header.get("created_at"), device.get("name"), device.get("kind"), int(bool(complete)), source,
-                 _dumps(header), _dumps(headers), _dumps(summary), time.time(), label),
+                (
+                    run_id,
+                    header.get("created_at"),
+                    device.get("name"),
+                    device.get("kind"),
+                    int(bool(complete)),
+                    source,
+                    _dumps(header),
+                    _dumps(headers),
+                    _dumps(summary),
+                    time.time(),
+                    label,
+                ),
             )
             db.executemany(
                 "INSERT INTO rows (run_id, seq, impl, pass, status, row_json) VALUES (?, ?, ?, ?, ?, ?)",
-                [(run_id, seq, row.get("impl"), row.get("pass"), row.get("status"), _dumps(row))
-                 for seq, row in enumerate(run_file.get("rows") or [])],
+                [
+                    (run_id, seq, row.get("impl"), row.get("pass"), row.get("status"), _dumps(row))
+                    for seq, row in enumerate(run_file.get("rows") or [])
+                ],
             )
         return True
 
@@ -225,16 +253,25 @@ class Store:
             versions = header.get("versions") if isinstance(header.get("versions"), dict) else {}
             per_status = counts.get(r["run_id"], {})
             impls, passes = measured.get(r["run_id"], ((), ()))
-            out.append({
-                "run_id": r["run_id"], "created_at": r["created_at"], "device_name": r["device_name"], "kind": r["kind"],
-                "rows": r["n"], "complete": bool(r["complete"]), "source": r["source"],
-                "timing": json.loads(r["first_row"]).get("timing") if r["first_row"] else None,
-                "label": r["label"], "git_commit": header.get("git_commit"),
-                "git_dirty": header.get("git_dirty") if isinstance(header.get("git_dirty"), bool) else None,
-                "versions": {k: versions.get(k) for k in ("torch", "triton")},
-                "counts": {k: per_status.get(k, 0) for k in ("ok", "skipped", "error", "wrong")},
-                "implementations": sorted(i for i in impls if i), "passes": sorted(p for p in passes if p),
-            })
+            out.append(
+                {
+                    "run_id": r["run_id"],
+                    "created_at": r["created_at"],
+                    "device_name": r["device_name"],
+                    "kind": r["kind"],
+                    "rows": r["n"],
+                    "complete": bool(r["complete"]),
+                    "source": r["source"],
+                    "timing": json.loads(r["first_row"]).get("timing") if r["first_row"] else None,
+                    "label": r["label"],
+                    "git_commit": header.get("git_commit"),
+                    "git_dirty": header.get("git_dirty") if isinstance(header.get("git_dirty"), bool) else None,
+                    "versions": {k: versions.get(k) for k in ("torch", "triton")},
+                    "counts": {k: per_status.get(k, 0) for k in ("ok", "skipped", "error", "wrong")},
+                    "implementations": sorted(i for i in impls if i),
+                    "passes": sorted(p for p in passes if p),
+                }
+            )
         return out
 
     def get_run(self, run_id: str) -> dict | None:
@@ -244,10 +281,15 @@ class Store:
             run = db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             if run is None:
                 return None
-            rows = [json.loads(r["row_json"]) for r in
-                    db.execute("SELECT row_json FROM rows WHERE run_id = ? ORDER BY seq", (run_id,))]
-        document = {"run": json.loads(run["header_json"]), "rows": rows,
-                    "summary": json.loads(run["summary_json"]) if run["summary_json"] else None}
+            rows = [
+                json.loads(r["row_json"])
+                for r in db.execute("SELECT row_json FROM rows WHERE run_id = ? ORDER BY seq", (run_id,))
+            ]
+        document = {
+            "run": json.loads(run["header_json"]),
+            "rows": rows,
+            "summary": json.loads(run["summary_json"]) if run["summary_json"] else None,
+        }
         headers = json.loads(run["headers_json"] or "[]")
         if len(headers) > 1:
             document["headers"] = headers
@@ -271,8 +313,13 @@ class Store:
         # RFC 4180: records end in CRLF, and every text cell is quoted (QUOTE_NONNUMERIC), so a cell holding a
         # bare CR, an LF or a quote stays one cell of one record (with lineterminator "\n", a bare CR went out
         # unquoted and split the row); numbers stay bare, read as numbers
-        writer = csv.DictWriter(out, fieldnames=columns or ["run_id"], lineterminator="\r\n", extrasaction="ignore",
-                                quoting=csv.QUOTE_NONNUMERIC)
+        writer = csv.DictWriter(
+            out,
+            fieldnames=columns or ["run_id"],
+            lineterminator="\r\n",
+            extrasaction="ignore",
+            quoting=csv.QUOTE_NONNUMERIC,
+        )
         writer.writeheader()
         writer.writerows({key: _cell(value) for key, value in flat.items()} for flat in flat_rows)
         return out.getvalue()
@@ -298,7 +345,9 @@ class Store:
             try:
                 document = validate(json.loads(Path(path).read_text()))
             except Exception as exc:
-                report["rejected"].append(f"{path}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+                report["rejected"].append(
+                    f"{path}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                )
                 continue
             run_id = document["run"]["run_id"]
             if self.was_deleted(run_id):

@@ -29,14 +29,24 @@ from app.worker_protocol import (
 )
 
 
-def worker_main(label: str, conn, plugins: tuple[str, ...], ceiling_bytes: int | None,
-                known_ceiling: Any = None, self_check: bool = False) -> None:
+def worker_main(
+    label: str,
+    conn,
+    plugins: tuple[str, ...],
+    ceiling_bytes: int | None,
+    known_ceiling: Any = None,
+    self_check: bool = False,
+) -> None:
     """Entry point of the worker process: get ready, then run what the parent asks until told to stop or
     orphaned."""
     try:
         bench = get_ready(label, plugins, ceiling_bytes, known_ceiling)
-        ready = Ready(info=_tagged_info(bench, label), pid=os.getpid(), ceiling=bench.ceiling(),
-                      self_check=self_check_case(bench) if self_check else None)
+        ready = Ready(
+            info=_tagged_info(bench, label),
+            pid=os.getpid(),
+            ceiling=bench.ceiling(),
+            self_check=self_check_case(bench) if self_check else None,
+        )
     except BaseException:
         conn.send(StartFailed(traceback.format_exc(limit=8)))
         return
@@ -103,8 +113,15 @@ def run(bench, label: str, conn, start: StartRun) -> bool:
             return
 
     try:
-        for item in iter_run(start.sweep, device=torch_device_of(label), run_id=start.run_id, bench=bench,
-                             registry=bench.registry, cases=cases(), implementations=start.implementations):
+        for item in iter_run(
+            start.sweep,
+            device=torch_device_of(label),
+            run_id=start.run_id,
+            bench=bench,
+            registry=bench.registry,
+            cases=cases(),
+            implementations=start.implementations,
+        ):
             conn.send(tagged(item, label))
     except (BrokenPipeError, OSError):
         return False
@@ -124,15 +141,23 @@ def self_check_case(bench) -> dict:
     from engine.models import Case
 
     found = versions()
-    triton_impls = [impl for impl in bench.registry if impl.uses_triton and "fwd" in impl.passes
-                    and impl.unavailable_reason() is None]
+    triton_impls = [
+        impl
+        for impl in bench.registry
+        if impl.uses_triton and "fwd" in impl.passes and impl.unavailable_reason() is None
+    ]
     if bench.device.type != "cuda":
         return {"ok": False, "detail": "no GPU: this worker runs on the CPU", "versions": found}
     if not triton_impls:
         return {"ok": False, "detail": "no Triton implementation is available here", "versions": found}
-    wanted = dict(part.split("=", 1) for part in os.environ.get("RMSNORM_EXPECT_VERSIONS", "").split(",") if "=" in part)
-    off = [f"{name} {found.get(name)} (expected {want})" for name, want in wanted.items()
-           if not str(found.get(name) or "").startswith(want.strip())]
+    wanted = dict(
+        part.split("=", 1) for part in os.environ.get("RMSNORM_EXPECT_VERSIONS", "").split(",") if "=" in part
+    )
+    off = [
+        f"{name} {found.get(name)} (expected {want})"
+        for name, want in wanted.items()
+        if not str(found.get(name) or "").startswith(want.strip())
+    ]
     if off:
         return {"ok": False, "detail": "versions differ from the measured stack: " + ", ".join(off), "versions": found}
     impl = triton_impls[0].name

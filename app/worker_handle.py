@@ -45,8 +45,9 @@ class WorkerHandle:
     """What every worker handle the scheduler drives keeps and reports, whatever runs the engine: a local process
     (`DeviceWorker`) or a Ray actor on a GPU of a cluster (`app.ray_worker.RayWorker`)."""
 
-    def __init__(self, label: str, plugins: tuple[str, ...] = (), ceiling_bytes: int | None = None,
-                 self_check: bool = False) -> None:
+    def __init__(
+        self, label: str, plugins: tuple[str, ...] = (), ceiling_bytes: int | None = None, self_check: bool = False
+    ) -> None:
         self.label = label
         self.kind = label.partition(":")[0]
         self.index = label_index(label)
@@ -118,8 +119,9 @@ class DeviceWorker(WorkerHandle):
     """One worker process. Not thread-safe by design: one dispatcher thread drives it (a lock guards against
     misuse)."""
 
-    def __init__(self, label: str, plugins: tuple[str, ...] = (), ceiling_bytes: int | None = None,
-                 self_check: bool = False) -> None:
+    def __init__(
+        self, label: str, plugins: tuple[str, ...] = (), ceiling_bytes: int | None = None, self_check: bool = False
+    ) -> None:
         super().__init__(label, plugins, ceiling_bytes, self_check)
         self._process = None
         self._conn = None
@@ -177,8 +179,14 @@ class DeviceWorker(WorkerHandle):
             parent_conn, child_conn = self._context.Pipe(duplex=True)
             process = self._context.Process(
                 target=worker_main,
-                args=(self.label, child_conn, self.plugins, self.ceiling_bytes, self.known_ceiling,
-                      self.self_check and self.self_check_result is None),
+                args=(
+                    self.label,
+                    child_conn,
+                    self.plugins,
+                    self.ceiling_bytes,
+                    self.known_ceiling,
+                    self.self_check and self.self_check_result is None,
+                ),
                 name=f"rmsnorm-worker-{self.label}",
                 daemon=True,
             )

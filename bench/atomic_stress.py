@@ -37,8 +37,10 @@ def one_call(m: int, n: int, dtype: torch.dtype, gen: torch.Generator) -> tuple[
     dy = torch.randn(m, n, device="cuda", dtype=dtype, generator=gen)
     dx, dw = torch.autograd.grad(rms_norm(x, w, 1e-6, backward="atomic"), (x, w), dy)
     ref_dx, ref_dw = rmsnorm_backward_reference(x.detach(), w.detach(), dy)
-    return (relative_error(dx, ref_dx, dx_scale(x.detach(), w.detach(), dy), on_host=False),
-            relative_error(dw, ref_dw, on_host=False))
+    return (
+        relative_error(dx, ref_dx, dx_scale(x.detach(), w.detach(), dy), on_host=False),
+        relative_error(dw, ref_dw, on_host=False),
+    )
 
 
 def main() -> int:
@@ -57,13 +59,32 @@ def main() -> int:
             worst_dx, worst_dw = max(e[0] for e in errs), max(e[1] for e in errs)
             wrong = sum(1 for e in errs if max(e) > tol)
             bad += wrong
-            rows.append({"dtype": str(dtype).removeprefix("torch."), "M": m, "N": n, "calls": args.calls,
-                         "wrong": wrong, "max_rel_err_dx": worst_dx, "max_rel_err_dw": worst_dw, "tolerance": tol})
-            print(f"{rows[-1]['dtype']:9} {m:>6}×{n:<6} {args.calls} calls: {wrong} wrong, max rel err dx "
-                  f"{worst_dx:.2e} dγ {worst_dw:.2e} (tol {tol:.0e})", flush=True)
+            rows.append(
+                {
+                    "dtype": str(dtype).removeprefix("torch."),
+                    "M": m,
+                    "N": n,
+                    "calls": args.calls,
+                    "wrong": wrong,
+                    "max_rel_err_dx": worst_dx,
+                    "max_rel_err_dw": worst_dw,
+                    "tolerance": tol,
+                }
+            )
+            print(
+                f"{rows[-1]['dtype']:9} {m:>6}×{n:<6} {args.calls} calls: {wrong} wrong, max rel err dx "
+                f"{worst_dx:.2e} dγ {worst_dw:.2e} (tol {tol:.0e})",
+                flush=True,
+            )
     stats = native.module().stats() if native.module() else None
-    doc = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "native": stats, "rows": rows, "wrong_calls": bad}
+    doc = {
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "native": stats,
+        "rows": rows,
+        "wrong_calls": bad,
+    }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "atomic-stress.json").write_text(json.dumps(doc, indent=1))

@@ -31,19 +31,22 @@ PYTHON = sys.executable
 
 # -- b: /api/health while 20 MB bodies are refused -----------------------------------------------------------------
 
+
 def send_big(url: str, path: str, seconds: float) -> None:
     """(a child process, so the measuring client shares no GIL with it) POST 20 MB bodies for ``seconds``; prints the
     answers' statuses as JSON."""
-    big = b"x" * (20 * 10 ** 6)
+    big = b"x" * (20 * 10**6)
     statuses: list = []
     deadline = time.monotonic() + seconds
     chunked = False
     with httpx.Client(timeout=60) as http:
         while time.monotonic() < deadline:
             chunked = not chunked  # announced (Content-Length) and streamed (chunked) bodies in turn
-            content = (big[i:i + (1 << 16)] for i in range(0, len(big), 1 << 16)) if chunked else big
+            content = (big[i : i + (1 << 16)] for i in range(0, len(big), 1 << 16)) if chunked else big
             try:
-                status = http.post(url + path, content=content, headers={"content-type": "application/json"}).status_code
+                status = http.post(
+                    url + path, content=content, headers={"content-type": "application/json"}
+                ).status_code
             except httpx.HTTPError as exc:  # the server answered 413 and closed while we were still sending
                 status = type(exc).__name__
             statuses.append(f"{'chunked' if chunked else 'content-length'} {status}")
@@ -57,9 +60,12 @@ def part_b(work: Path, seconds: float = 20.0) -> dict:
         url = server.url
         with httpx.Client(timeout=10) as http:
             idle = [_timed(http, url) for _ in range(50)]
-            senders = {path: subprocess.Popen([PYTHON, __file__, url, path, str(seconds + 1)],
-                                              stdout=subprocess.PIPE, text=True)
-                       for path in ("/benchmark", "/api/runs/import")}
+            senders = {
+                path: subprocess.Popen(
+                    [PYTHON, __file__, url, path, str(seconds + 1)], stdout=subprocess.PIPE, text=True
+                )
+                for path in ("/benchmark", "/api/runs/import")
+            }
             time.sleep(1.0)
             cpu_before, machine_before, started = _cpu_seconds(server.proc.pid), _machine_ticks(), time.monotonic()
             loaded, deadline = [], time.monotonic() + seconds
@@ -70,17 +76,26 @@ def part_b(work: Path, seconds: float = 20.0) -> dict:
             load_average, machine = os.getloadavg()[0], [b - a for a, b in zip(machine_before, _machine_ticks())]
             statuses = {key: json.loads(proc.communicate(timeout=120)[0]) for key, proc in senders.items()}
             control = _health_beside_busy_loops(http, url, len(senders), seconds / 2)
-    return {"body_bytes": 20 * 10 ** 6, "seconds": seconds, "senders": "2 processes, one POSTing 20 MB bodies to /benchmark, one to "
-            "/api/runs/import, back to back, Content-Length and chunked in turn",
-            "health_idle_ms": _stats(idle), "health_during_big_bodies_ms": _stats(loaded),
-            "health_beside_busy_loops_ms": _stats(control), "control": f"{len(senders)} busy-loop processes, no "
-            "request to the server, for half as long, after the senders: what the machine's CPU contention alone costs",
-            "big_body_answers": statuses,
-            "all_refused_413": all(key.endswith(" 413") for v in statuses.values() for key in v),
-            "server_process_cpu_fraction": round(server_cpu, 2), "load_average_1min_at_end": round(load_average, 2),
-            "machine_cpu_busy_fraction": round(1 - (machine[3] + machine[4]) / sum(machine), 2),
-            "machine_cpu_steal_fraction": round(machine[7] / sum(machine), 3),
-            "target_ms": 100, "met": max(loaded) * 1000 < 100, "notes": PART_B_NOTES}
+    return {
+        "body_bytes": 20 * 10**6,
+        "seconds": seconds,
+        "senders": "2 processes, one POSTing 20 MB bodies to /benchmark, one to "
+        "/api/runs/import, back to back, Content-Length and chunked in turn",
+        "health_idle_ms": _stats(idle),
+        "health_during_big_bodies_ms": _stats(loaded),
+        "health_beside_busy_loops_ms": _stats(control),
+        "control": f"{len(senders)} busy-loop processes, no "
+        "request to the server, for half as long, after the senders: what the machine's CPU contention alone costs",
+        "big_body_answers": statuses,
+        "all_refused_413": all(key.endswith(" 413") for v in statuses.values() for key in v),
+        "server_process_cpu_fraction": round(server_cpu, 2),
+        "load_average_1min_at_end": round(load_average, 2),
+        "machine_cpu_busy_fraction": round(1 - (machine[3] + machine[4]) / sum(machine), 2),
+        "machine_cpu_steal_fraction": round(machine[7] / sum(machine), 3),
+        "target_ms": 100,
+        "met": max(loaded) * 1000 < 100,
+        "notes": PART_B_NOTES,
+    }
 
 
 PART_B_NOTES = (
@@ -94,7 +109,8 @@ PART_B_NOTES = (
     "answered: app.main freezes them after start-up (gc.freeze). /api/health scanned /proc (a readlink per open "
     "file) on every request, each call giving up the GIL: the scan is cached 2 s, and the dependencies that only "
     "read a value are async (no thread-pool hop). A Content-Length over the cap was already refused unread; a "
-    "chunked body is counted as it comes and refused at the cap (at most the cap is held, never parsed).")
+    "chunked body is counted as it comes and refused at the cap (at most the cap is held, never parsed)."
+)
 
 
 def _health_beside_busy_loops(http: httpx.Client, url: str, count: int, seconds: float) -> list[float]:
@@ -130,9 +146,12 @@ def _timed(http: httpx.Client, url: str) -> float:
 
 
 def _stats(samples: list[float]) -> dict:
-    return {"n": len(samples), "median": round(statistics.median(samples) * 1000, 2),
-            "p95": round(sorted(samples)[int(len(samples) * 0.95) - 1] * 1000, 2),
-            "max": round(max(samples) * 1000, 2)}
+    return {
+        "n": len(samples),
+        "median": round(statistics.median(samples) * 1000, 2),
+        "p95": round(sorted(samples)[int(len(samples) * 0.95) - 1] * 1000, 2),
+        "max": round(max(samples) * 1000, 2),
+    }
 
 
 if __name__ == "__main__":

@@ -45,8 +45,10 @@ def main(path: str) -> int:
             checks.append(("workspace ≥ native/liger", by["triton-workspace"][0] >= ref))
         failed = [name for name, ok in checks if not ok]
         misses += bool(failed)
-        print(f"{pass_} {dtype:9} {m:>6}×{n:<6} {ours:17} {g:7.0f} GB/s {pct:5.1f}%  "
-              + ("ok" if not failed else "MISS: " + "; ".join(failed)))
+        print(
+            f"{pass_} {dtype:9} {m:>6}×{n:<6} {ours:17} {g:7.0f} GB/s {pct:5.1f}%  "
+            + ("ok" if not failed else "MISS: " + "; ".join(failed))
+        )
     print(f"{misses} shape(s) miss at least one target")
     return 0
 
@@ -68,13 +70,15 @@ def models(path: str) -> int:
             ours = "triton" if pass_ == "fwd" else "triton-persistent"
             shapes = sorted(k for k in seen if k[0] == pass_ and k[1] == dtype)
             expected = set().union(*(seen[k] for k in shapes)) if shapes else set()  # the pass's implementations
-            for (p, d, m, n) in shapes:
+            for p, d, m, n in shapes:
                 if expected - seen[(p, d, m, n)] or ours not in gbps[(p, d, m, n)]:
                     lines[f"{pass_} not reached"].append(f"{m}×{n}")
                     continue
                 by = gbps[(p, d, m, n)]
                 g, pct = by[ours]
-                floor = (95 if pass_ == "fwd" else (90 if m * n >= 128 * 2**20 else 85)) if m * n >= 32 * 2**20 else None
+                floor = (
+                    (95 if pass_ == "fwd" else (90 if m * n >= 128 * 2**20 else 85)) if m * n >= 32 * 2**20 else None
+                )
                 if floor is not None and pct < floor:
                     lines[f"{pass_} <% of ceiling"].append(f"{m}×{n} {pct:.1f}% (<{floor})")
                 peers = {k: v[0] for k, v in by.items() if k in PEERS}
@@ -85,14 +89,22 @@ def models(path: str) -> int:
                         lines[f"{pass_} <{need:.2f}x best peer"].append(f"{m}×{n} {ratio:.3f} vs {best}")
                     lines[f"{pass_} ratio to best peer"].append(ratio)
         print(f"## {dtype}")
-        for key in ("fwd not reached", "fwd <% of ceiling", "fwd <1.00x best peer", "bwd not reached",
-                    "bwd <% of ceiling", "bwd <1.10x best peer"):
+        for key in (
+            "fwd not reached",
+            "fwd <% of ceiling",
+            "fwd <1.00x best peer",
+            "bwd not reached",
+            "bwd <% of ceiling",
+            "bwd <1.10x best peer",
+        ):
             print(f"{key}: {len(lines[key])} {'; '.join(lines[key])}")
         for pass_ in ("fwd", "bwd"):
             r = lines[f"{pass_} ratio to best peer"]
             if r:
-                print(f"{pass_} ratio to best peer: min {min(r):.3f}, median {sorted(r)[len(r) // 2]:.3f}, max {max(r):.3f} "
-                      f"over {len(r)} shapes")
+                print(
+                    f"{pass_} ratio to best peer: min {min(r):.3f}, median {sorted(r)[len(r) // 2]:.3f}, max {max(r):.3f} "
+                    f"over {len(r)} shapes"
+                )
     return 0
 
 
@@ -109,23 +121,33 @@ def host(path: str) -> int:
         shapes = sorted(k for k in by if k[:2] == (pass_, dtype) and "torch-native" in by[k])
         impls = sorted({i for k in shapes for i in by[k] if i.startswith("triton")})
         for impl in impls:
-            ratios = [(k[2], k[3], by[k][impl]["host_us"] / by[k]["torch-native"]["host_us"]) for k in shapes
-                      if impl in by[k]]
+            ratios = [
+                (k[2], k[3], by[k][impl]["host_us"] / by[k]["torch-native"]["host_us"]) for k in shapes if impl in by[k]
+            ]
             over = [f"{m}×{n} {q:.2f}" for m, n, q in ratios if q > 1.0]
             qs = sorted(q for _, _, q in ratios)
-            print(f"{pass_} {dtype} {impl:18} ≤ torch-native at {len(ratios) - len(over)} of {len(ratios)} "
-                  f"(ratio min {qs[0]:.2f}, median {qs[len(qs) // 2]:.2f}, max {qs[-1]:.2f})"
-                  + (f"; over at {', '.join(over)}" if over else ""))
+            print(
+                f"{pass_} {dtype} {impl:18} ≤ torch-native at {len(ratios) - len(over)} of {len(ratios)} "
+                f"(ratio min {qs[0]:.2f}, median {qs[len(qs) // 2]:.2f}, max {qs[-1]:.2f})"
+                + (f"; over at {', '.join(over)}" if over else "")
+            )
     return 0
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     mode = ap.add_mutually_exclusive_group()
-    mode.add_argument("--models", action="store_const", dest="check", const=models, default=main,
-                      help="issue 15's targets, a summary per dtype")
-    mode.add_argument("--host", action="store_const", dest="check", const=host,
-                      help="issue 16: host_us of ours ≤ torch-native's")
+    mode.add_argument(
+        "--models",
+        action="store_const",
+        dest="check",
+        const=models,
+        default=main,
+        help="issue 15's targets, a summary per dtype",
+    )
+    mode.add_argument(
+        "--host", action="store_const", dest="check", const=host, help="issue 16: host_us of ours ≤ torch-native's"
+    )
     ap.add_argument("file", help="a results file (JSON)")
     args = ap.parse_args()
     sys.exit(args.check(args.file))

@@ -37,8 +37,7 @@ def cell(row: dict | None) -> str:
 def table(rows: list[dict]) -> list[str]:
     by = {(r["dtype"], r["M"], r["N"], r["impl"]): r for r in rows}
     shapes = sorted({(r["dtype"], r["M"], r["N"]) for r in rows})
-    out = ["| dtype | M×N | " + " | ".join(IMPLS) + " | triton-p / cuda-p |",
-           "|---|---|" + "---:|" * (len(IMPLS) + 1)]
+    out = ["| dtype | M×N | " + " | ".join(IMPLS) + " | triton-p / cuda-p |", "|---|---|" + "---:|" * (len(IMPLS) + 1)]
     ratios = []
     for dtype, M, N in shapes:
         cells = [cell(by.get((dtype, M, N, i))) for i in IMPLS]
@@ -52,9 +51,15 @@ def table(rows: list[dict]) -> list[str]:
     out.append("")
     if ratios:
         losses = sorted(x for x in ratios if x[0] < 1)
-        out.append(f"triton-persistent / cuda-persistent over {len(ratios)} shapes: median {statistics.median(r for r, *_ in ratios):.2f}, "
-                   f"min {min(ratios)[0]:.2f}, max {max(ratios)[0]:.2f}; the Triton one loses at {len(losses)}"
-                   + (": " + ", ".join(f"{d} {m}×{n} ({(1 - r) * 100:.0f} % slower)" for r, d, m, n in losses[:12]) if losses else "."))
+        out.append(
+            f"triton-persistent / cuda-persistent over {len(ratios)} shapes: median {statistics.median(r for r, *_ in ratios):.2f}, "
+            f"min {min(ratios)[0]:.2f}, max {max(ratios)[0]:.2f}; the Triton one loses at {len(losses)}"
+            + (
+                ": " + ", ".join(f"{d} {m}×{n} ({(1 - r) * 100:.0f} % slower)" for r, d, m, n in losses[:12])
+                if losses
+                else "."
+            )
+        )
     wrong = [r for r in rows if r["status"] in ("wrong", "error")]
     for r in wrong:
         out.append(f"- {r['status']}: {r['impl']} {r['dtype']} {r['M']}×{r['N']}: {(r.get('reason') or '')[:200]}")
@@ -62,13 +67,19 @@ def table(rows: list[dict]) -> list[str]:
 
 
 def profile_lines(rows: list[dict]) -> list[str]:
-    out = ["", "| impl | dtype | M×N | median µs | kernels (median µs × launches) | gaps µs |", "|---|---|---|---:|---|---:|"]
+    out = [
+        "",
+        "| impl | dtype | M×N | median µs | kernels (median µs × launches) | gaps µs |",
+        "|---|---|---|---:|---|---:|",
+    ]
     for r in sorted(rows, key=lambda r: (r["M"], r["N"], r["impl"])):
         p = r.get("profile") or {}
         if r["status"] != "ok" or not p.get("kernels"):
             continue
         ks = ", ".join(f"{k['name'][:40]} {k['median_us']:.1f}×{k['calls']}" for k in p["kernels"][:5])
-        out.append(f"| {r['impl']} | {r['dtype']} | {r['M']}×{r['N']} | {r['median_us']:.1f} | {ks} | {p.get('gap_us') or 0:.1f} |")
+        out.append(
+            f"| {r['impl']} | {r['dtype']} | {r['M']}×{r['N']} | {r['median_us']:.1f} | {ks} | {p.get('gap_us') or 0:.1f} |"
+        )
     return out
 
 

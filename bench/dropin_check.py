@@ -68,31 +68,59 @@ def host_overhead(rounds: int = HOST_ROUNDS, rng: random.Random | None = None, d
             else:
                 mod = RMSNorm(n, impl=impl, device=device, dtype=torch.bfloat16)
                 mod.weight = w
-                fns[impl] = (lambda mod: (lambda x, w: mod(x)))(mod)
+                fns[impl] = (lambda mod: lambda x, w: mod(x))(mod)
             for _ in range(launch_plans.CALLS_TO_A_REPLAY):  # whole steps first: the graph timed is one a
                 torch.autograd.grad(fns[impl](x, w), (x, w), dy)  # training loop's later steps build (native node)
         with torch.no_grad():
-            fwd = paired_stats(interleaved(fns, rounds, rng, lambda impl, r: _host_us(lambda: fns[impl](x, w)),
-                                           round_opening(cuda, SPIN_CYCLES, lambda impl, r: fns[impl](x, w))),
-                               BASELINE)
+            fwd = paired_stats(
+                interleaved(
+                    fns,
+                    rounds,
+                    rng,
+                    lambda impl, r: _host_us(lambda: fns[impl](x, w)),
+                    round_opening(cuda, SPIN_CYCLES, lambda impl, r: fns[impl](x, w)),
+                ),
+                BASELINE,
+            )
         ys = {impl: fn(x, w) for impl, fn in fns.items()}
-        grads = {impl: (lambda y: lambda: torch.autograd.grad(y, (x, w), dy, retain_graph=True))(y)
-                 for impl, y in ys.items()}
-        bwd = paired_stats(interleaved(fns, rounds, rng, lambda impl, r: _host_us(grads[impl]),
-                                       round_opening(cuda, SPIN_CYCLES, lambda impl, r: grads[impl]())), BASELINE)
+        grads = {
+            impl: (lambda y: lambda: torch.autograd.grad(y, (x, w), dy, retain_graph=True))(y) for impl, y in ys.items()
+        }
+        bwd = paired_stats(
+            interleaved(
+                fns,
+                rounds,
+                rng,
+                lambda impl, r: _host_us(grads[impl]),
+                round_opening(cuda, SPIN_CYCLES, lambda impl, r: grads[impl]()),
+            ),
+            BASELINE,
+        )
         ys = grads = None  # the graphs go before the next shape
         for impl, fn in fns.items():
             errors = []
             for _ in range(3):  # first call (JIT) and later ones (direct launches) are all checked
                 y = fn(x, w)
                 dx, dw = torch.autograd.grad(y, (x, w), dy, retain_graph=True)
-                errors.append(max(((a.float() - b).norm() / b.norm()).item()
-                                  for a, b in ((y, y_ref), (dx, dx_ref), (dw, dw_ref))))
-            row = {"impl": impl, "M": m, "N": n, "rounds": rounds, "fwd_host_us": fwd[impl]["host_us"],
-                   "bwd_host_us": bwd[impl]["host_us"], "max_rel_err": max(errors), "correct": max(errors) < 2e-2}
+                errors.append(
+                    max(((a.float() - b).norm() / b.norm()).item() for a, b in ((y, y_ref), (dx, dx_ref), (dw, dw_ref)))
+                )
+            row = {
+                "impl": impl,
+                "M": m,
+                "N": n,
+                "rounds": rounds,
+                "fwd_host_us": fwd[impl]["host_us"],
+                "bwd_host_us": bwd[impl]["host_us"],
+                "max_rel_err": max(errors),
+                "correct": max(errors) < 2e-2,
+            }
             if impl != BASELINE:
-                row.update(fwd_paired_ratio=fwd[impl]["paired_ratio"], bwd_paired_ratio=bwd[impl]["paired_ratio"],
-                           host_le_native=fwd[impl]["paired_ratio"] <= 1.0 and bwd[impl]["paired_ratio"] <= 1.0)
+                row.update(
+                    fwd_paired_ratio=fwd[impl]["paired_ratio"],
+                    bwd_paired_ratio=bwd[impl]["paired_ratio"],
+                    host_le_native=fwd[impl]["paired_ratio"] <= 1.0 and bwd[impl]["paired_ratio"] <= 1.0,
+                )
             rows.append(row)
     return rows
 
@@ -210,28 +238,51 @@ def main(argv=None) -> int:
     print("native node:", "loaded" if native_module else native.STATE["error"])
     host = host_overhead()
     checks = [compile_export_graphs(impl) for impl in IMPLS]
-    print(f"{'impl':<18} {'M×N':>11} {'fwd host µs':>12} {'bwd host µs':>12} {'fwd ratio':>10} {'bwd ratio':>10} "
-          f"{'≤ native':>9} {'rel err':>9}")
+    print(
+        f"{'impl':<18} {'M×N':>11} {'fwd host µs':>12} {'bwd host µs':>12} {'fwd ratio':>10} {'bwd ratio':>10} "
+        f"{'≤ native':>9} {'rel err':>9}"
+    )
     for r in host:
-        ratios = (f"{r['fwd_paired_ratio']:>10.3f} {r['bwd_paired_ratio']:>10.3f} {str(r['host_le_native']):>9}"
-                  if "host_le_native" in r else f"{'':>10} {'':>10} {'':>9}")
-        print(f"{r['impl']:<18} {r['M']:>5}×{r['N']:<5} {r['fwd_host_us']:>12.1f} {r['bwd_host_us']:>12.1f} "
-              f"{ratios} {r['max_rel_err']:>9.2e}")
+        ratios = (
+            f"{r['fwd_paired_ratio']:>10.3f} {r['bwd_paired_ratio']:>10.3f} {str(r['host_le_native']):>9}"
+            if "host_le_native" in r
+            else f"{'':>10} {'':>10} {'':>9}"
+        )
+        print(
+            f"{r['impl']:<18} {r['M']:>5}×{r['N']:<5} {r['fwd_host_us']:>12.1f} {r['bwd_host_us']:>12.1f} "
+            f"{ratios} {r['max_rel_err']:>9.2e}"
+        )
     for c in checks:
-        print(f"{c['impl']:<18} breaks={c['graph_breaks']} warnings={len(c['compile_warnings'])} "
-              f"compile={c['compile_ok']} export={c['export_ok']} graphed_callables={c['graphed_callables_ok']} "
-              f"graph_step={c['graph_step_ok']}")
-    result = {"kind": "dropin-check", "created_at": devices.utc_now_iso(), "device": info.model_dump(),
-              "versions": devices.versions(), "git_commit": devices.git_commit(), "host": devices.host(),
-              "host_overhead": host, "checks": checks,
-              "native_node": {"state": "loaded" if native_module else native.STATE["error"],
-                              "stats": native_module.stats() if native_module else None}}
+        print(
+            f"{c['impl']:<18} breaks={c['graph_breaks']} warnings={len(c['compile_warnings'])} "
+            f"compile={c['compile_ok']} export={c['export_ok']} graphed_callables={c['graphed_callables_ok']} "
+            f"graph_step={c['graph_step_ok']}"
+        )
+    result = {
+        "kind": "dropin-check",
+        "created_at": devices.utc_now_iso(),
+        "device": info.model_dump(),
+        "versions": devices.versions(),
+        "git_commit": devices.git_commit(),
+        "host": devices.host(),
+        "host_overhead": host,
+        "checks": checks,
+        "native_node": {
+            "state": "loaded" if native_module else native.STATE["error"],
+            "stats": native_module.stats() if native_module else None,
+        },
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "dropin-check.json").write_text(json.dumps(result, indent=1))
     print(f"wrote {args.out / 'dropin-check.json'}")
     ok = all(r["correct"] for r in host) and all(
-        c["compile_ok"] and not c["compile_warnings"] and c["export_ok"] and c["graphed_callables_ok"]
-        and c["graph_step_ok"] for c in checks)
+        c["compile_ok"]
+        and not c["compile_warnings"]
+        and c["export_ok"]
+        and c["graphed_callables_ok"]
+        and c["graph_step_ok"]
+        for c in checks
+    )
     return 0 if ok else 1
 
 

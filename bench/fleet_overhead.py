@@ -36,9 +36,15 @@ from app.live_server import LiveServer  # noqa: E402
 
 
 def sweep_body(args) -> dict:
-    return {"implementations": args.impls.split(","), "passes": ["fwd", "bwd"], "dtypes": args.dtypes.split(","),
-            "M": [int(m) for m in args.m.split(",")], "N": [int(n) for n in args.n.split(",")],
-            "repetitions": args.reps, "warmup": 3}
+    return {
+        "implementations": args.impls.split(","),
+        "passes": ["fwd", "bwd"],
+        "dtypes": args.dtypes.split(","),
+        "M": [int(m) for m in args.m.split(",")],
+        "N": [int(n) for n in args.n.split(",")],
+        "repetitions": args.reps,
+        "warmup": 3,
+    }
 
 
 def one_sweep(url: str, body: dict) -> dict:
@@ -57,9 +63,15 @@ def one_sweep(url: str, body: dict) -> dict:
     wall = time.perf_counter() - start
     engine = sum(r["ended_at"] - r["started_at"] for r in rows)
     bad = [r for r in rows if r["status"] not in ("ok", "skipped")]
-    return {"wall_s": wall, "engine_s": engine, "cases": len(rows), "not_ok": len(bad),
-            "complete": bool(summary and summary.get("complete")), "device": rows[0]["device"] if rows else None,
-            "mode": rows[0]["mode"] if rows else None}
+    return {
+        "wall_s": wall,
+        "engine_s": engine,
+        "cases": len(rows),
+        "not_ok": len(bad),
+        "complete": bool(summary and summary.get("complete")),
+        "device": rows[0]["device"] if rows else None,
+        "mode": rows[0]["mode"] if rows else None,
+    }
 
 
 def main() -> int:
@@ -88,14 +100,19 @@ def main() -> int:
         from ray.cluster_utils import Cluster
 
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 1,
-                                                                "include_dashboard": False,
-                                                                "object_store_memory": 80 << 20})
+        cluster = Cluster(
+            initialize_head=True,
+            head_node_args={"num_cpus": 1, "num_gpus": 1, "include_dashboard": False, "object_store_memory": 80 << 20},
+        )
         address = cluster.address
     body = sweep_body(args)
     work = Path(tempfile.mkdtemp(prefix="rmsnorm-fleet-overhead-"))
-    env = {"OMP_NUM_THREADS": os.environ["OMP_NUM_THREADS"], "RMSNORM_CEILING_BYTES": os.environ.get("RMSNORM_CEILING_BYTES", str(1 << 20 if args.device == "cpu"
-                                                                                else 1 << 28))}
+    env = {
+        "OMP_NUM_THREADS": os.environ["OMP_NUM_THREADS"],
+        "RMSNORM_CEILING_BYTES": os.environ.get(
+            "RMSNORM_CEILING_BYTES", str(1 << 20 if args.device == "cpu" else 1 << 28)
+        ),
+    }
     local = LiveServer(work / "local", devices=args.device, env=env)
     fleet = LiveServer(work / "fleet", env={**env, "RMSNORM_RAY_ADDRESS": address})
     results: dict[str, list[dict]] = {"local": [], "ray": []}
@@ -111,9 +128,12 @@ def main() -> int:
             for name in order:
                 result = one_sweep(servers[name].url, body)
                 results[name].append(result)
-                print(f"round {round_ + 1} {name:5s}: {result['wall_s'] / result['cases'] * 1e3:8.2f} ms/case wall, "
-                      f"{(result['wall_s'] - result['engine_s']) / result['cases'] * 1e3:7.2f} ms/case outside the "
-                      f"engine ({result['cases']} cases, {result['not_ok']} not ok)", flush=True)
+                print(
+                    f"round {round_ + 1} {name:5s}: {result['wall_s'] / result['cases'] * 1e3:8.2f} ms/case wall, "
+                    f"{(result['wall_s'] - result['engine_s']) / result['cases'] * 1e3:7.2f} ms/case outside the "
+                    f"engine ({result['cases']} cases, {result['not_ok']} not ok)",
+                    flush=True,
+                )
     finally:
         fleet.stop()
         local.stop()
@@ -127,9 +147,12 @@ def main() -> int:
         return statistics.median((r["wall_s"] - r["engine_s"]) / r["cases"] for r in results[name])
 
     summary = {
-        "sweep": body, "rounds": args.rounds, "local_device": args.device,
+        "sweep": body,
+        "rounds": args.rounds,
+        "local_device": args.device,
         "ray_address": "started here" if args.start_cluster else "given",
-        "mode": results["ray"][0]["mode"], "device": results["ray"][0]["device"],
+        "mode": results["ray"][0]["mode"],
+        "device": results["ray"][0]["device"],
         "local_ms_per_case": per_case("local", "wall_s") * 1e3,
         "ray_ms_per_case": per_case("ray", "wall_s") * 1e3,
         "local_engine_ms_per_case": per_case("local", "engine_s") * 1e3,
@@ -140,11 +163,13 @@ def main() -> int:
     }
     summary["overhead_pct"] = 100 * (summary["ray_ms_per_case"] / summary["local_ms_per_case"] - 1)
     summary["ray_added_ms_per_case"] = summary["ray_ms_per_case"] - summary["local_ms_per_case"]
-    print(f"\nper case (median of {args.rounds} rounds): local {summary['local_ms_per_case']:.2f} ms, "
-          f"Ray {summary['ray_ms_per_case']:.2f} ms → {summary['overhead_pct']:+.1f} % "
-          f"({summary['ray_added_ms_per_case']:+.2f} ms/case); target on a GPU: ≤ +5 %\n"
-          f"outside the engine (dispatch, stream, store): local {summary['local_outside_engine_ms_per_case']:.2f} "
-          f"ms/case, Ray {summary['ray_outside_engine_ms_per_case']:.2f} ms/case")
+    print(
+        f"\nper case (median of {args.rounds} rounds): local {summary['local_ms_per_case']:.2f} ms, "
+        f"Ray {summary['ray_ms_per_case']:.2f} ms → {summary['overhead_pct']:+.1f} % "
+        f"({summary['ray_added_ms_per_case']:+.2f} ms/case); target on a GPU: ≤ +5 %\n"
+        f"outside the engine (dispatch, stream, store): local {summary['local_outside_engine_ms_per_case']:.2f} "
+        f"ms/case, Ray {summary['ray_outside_engine_ms_per_case']:.2f} ms/case"
+    )
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(summary, indent=1))

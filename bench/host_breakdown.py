@@ -96,8 +96,12 @@ def native_section(r: dict, t: dict, x, w, dy, m: int, n: int, dev: str) -> None
     os.environ["RMSNORM_NATIVE"] = "1"
     t0 = time.perf_counter()
     mod_native = native.ensure()
-    r["native"] = {"state": "loaded" if mod_native else native.STATE["error"], "path": native.STATE["path"],
-                   "load_s": round(time.perf_counter() - t0, 1), "values": {}}
+    r["native"] = {
+        "state": "loaded" if mod_native else native.STATE["error"],
+        "path": native.STATE["path"],
+        "load_s": round(time.perf_counter() - t0, 1),
+        "values": {},
+    }
     if mod_native is None:
         return
     t["F.rms_norm fwd with grad (builds the graph)"] = host_us(lambda: F.rms_norm(x, (n,), w, 1e-6))
@@ -110,21 +114,27 @@ def native_section(r: dict, t: dict, x, w, dy, m: int, n: int, dev: str) -> None
         after = mod_native.stats()
         torch.cuda.synchronize()
         diffs = [float((a.float() - b.float()).abs().max()) for a, b in zip((y, *grads), refs[impl])]
-        r["native"]["values"][impl] = {"native_nodes": after["nodes"] - before["nodes"],
-                                       "native_backwards": after["backwards"] - before["backwards"],
-                                       "max_abs_diff_vs_python_path (y, dx, dw)": diffs}
+        r["native"]["values"][impl] = {
+            "native_nodes": after["nodes"] - before["nodes"],
+            "native_backwards": after["backwards"] - before["backwards"],
+            "max_abs_diff_vs_python_path (y, dx, dw)": diffs,
+        }
         with torch.no_grad():
             t[f"native {impl} fwd (module, no grad)"] = host_us(lambda: mod(x))
         t[f"native {impl} fwd with grad (builds the graph)"] = host_us(lambda: mod(x))
         yo = mod(x)
-        t[f"native {impl} bwd (autograd.grad)"] = host_us(lambda: torch.autograd.grad(yo, (x, w), dy, retain_graph=True))
+        t[f"native {impl} bwd (autograd.grad)"] = host_us(
+            lambda: torch.autograd.grad(yo, (x, w), dy, retain_graph=True)
+        )
     from rmsnorm_kernels.ops import _NATIVE_STRATEGY
     from rmsnorm_kernels.registry import REGISTRY
 
     sid = _NATIVE_STRATEGY["persistent"]
     fn = REGISTRY.get("triton-persistent").fn
     with torch.no_grad():
-        t["native C++ entry alone, no grad (rms_norm of the module)"] = host_us(lambda: mod_native.rms_norm(x, w, 1e-6, 0.0, sid))
+        t["native C++ entry alone, no grad (rms_norm of the module)"] = host_us(
+            lambda: mod_native.rms_norm(x, w, 1e-6, 0.0, sid)
+        )
         t["native registry fn triton-persistent, no grad (what the engine times)"] = host_us(lambda: fn(x, w, 1e-6))
     t["native C++ entry alone, with grad"] = host_us(lambda: mod_native.rms_norm(x, w, 1e-6, 0.0, sid))
     r["native"]["stats"] = mod_native.stats()
@@ -142,26 +152,38 @@ def main() -> int:
     x = torch.randn(m, n, device=dev, dtype=torch.bfloat16, requires_grad=True)
     w = torch.nn.Parameter(1 + 0.1 * torch.randn(n, device=dev, dtype=torch.bfloat16))
     dy = torch.randn_like(x)
-    r: dict = {"M": m, "N": n, "dtype": "bfloat16", "calls": CALLS, "device": torch.cuda.get_device_name(),
-               "torch": torch.__version__, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    r: dict = {
+        "M": m,
+        "N": n,
+        "dtype": "bfloat16",
+        "calls": CALLS,
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     import triton
 
     r["triton"] = triton.__version__
     t: dict = {}
-    t["torch.empty x2"] = host_us(lambda: (torch.empty(m, n, device=dev, dtype=torch.bfloat16),
-                                           torch.empty(m, device=dev)))
+    t["torch.empty x2"] = host_us(
+        lambda: (torch.empty(m, n, device=dev, dtype=torch.bfloat16), torch.empty(m, device=dev))
+    )
     with torch.no_grad():
         t["F.rms_norm fwd"] = host_us(lambda: F.rms_norm(x, (n,), w, 1e-6))
     y = F.rms_norm(x, (n,), w, 1e-6)
     t["F.rms_norm bwd"] = host_us(lambda: torch.autograd.grad(y, (x, w), dy, retain_graph=True))
     yc = x.clone()
-    t["autograd floor: clone (C++ node, no kernel)"] = host_us(lambda: torch.autograd.grad(yc, (x,), dy, retain_graph=True))
+    t["autograd floor: clone (C++ node, no kernel)"] = host_us(
+        lambda: torch.autograd.grad(yc, (x,), dy, retain_graph=True)
+    )
     yi = Identity.apply(x)
     t["autograd floor: Python Function returning dy"] = host_us(
-        lambda: torch.autograd.grad(yi, (x,), dy, retain_graph=True))
+        lambda: torch.autograd.grad(yi, (x,), dy, retain_graph=True)
+    )
     ya = IdentityAlloc.apply(x, w)
     t["autograd floor: Python Function, 3 allocations"] = host_us(
-        lambda: torch.autograd.grad(ya, (x, w), dy, retain_graph=True))
+        lambda: torch.autograd.grad(ya, (x, w), dy, retain_graph=True)
+    )
     for impl in ("triton-persistent", "triton-workspace", "triton-atomic"):
         mod = RMSNorm(n, impl=impl, device=dev, dtype=torch.bfloat16)
         mod.weight = w
@@ -187,20 +209,33 @@ def main() -> int:
                 a[i] = values[slot]
             name = getattr(compiled, "name", None) or getattr(getattr(compiled, "metadata", None), "name", f"kernel{j}")
             t[f"{impl} launcher {j} ({name}) alone"] = host_us(
-                lambda: compiled.run(g0, g1, g2, stream, compiled.function, compiled.packed_metadata, None, None, None,
-                                     *a, *tail))
+                lambda: compiled.run(
+                    g0, g1, g2, stream, compiled.function, compiled.packed_metadata, None, None, None, *a, *tail
+                )
+            )
             # the next idea, measured apart: Triton's C launch with the pointers as ints skips a data_ptr() call
             # and a cuPointerGetAttribute per tensor argument
             launch = compiled.run.launch
-            meta = (compiled.run.launch_cooperative_grid, compiled.run.launch_pdl, None, None, compiled.packed_metadata,
-                    None, None, None)
+            meta = (
+                compiled.run.launch_cooperative_grid,
+                compiled.run.launch_pdl,
+                None,
+                None,
+                compiled.packed_metadata,
+                None,
+                None,
+                None,
+            )
             ints = [v.data_ptr() if isinstance(v, torch.Tensor) else v for v in a]
             t[f"{impl} launcher {j} C launch, tensors"] = host_us(
-                lambda: launch(g0, g1, g2, stream, compiled.function, *meta, *a, *tail))
+                lambda: launch(g0, g1, g2, stream, compiled.function, *meta, *a, *tail)
+            )
             t[f"{impl} launcher {j} C launch, pointers as ints"] = host_us(
-                lambda: launch(g0, g1, g2, stream, compiled.function, *meta, *ints, *tail))
+                lambda: launch(g0, g1, g2, stream, compiled.function, *meta, *ints, *tail)
+            )
         t[f"{impl} allocations of the plan ({len(plan.outputs)})"] = host_us(
-            lambda: [torch.empty(s, dtype=d, device=dev) for s, d, _ in plan.outputs])
+            lambda: [torch.empty(s, dtype=d, device=dev) for s, d, _ in plan.outputs]
+        )
     native_section(r, t, x, w, dy, m, n, dev)
     r["host_us"] = t
     r["plan_stats"] = dict(launch_plans.STATS)

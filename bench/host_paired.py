@@ -72,11 +72,13 @@ def round_opening(cuda: bool, spin_cycles: int, untimed):
     """A round's opening for `interleaved`: on CUDA, ``spin_cycles`` of GPU work queued behind an empty queue, long
     enough that no call of the round waits for the GPU; then ``untimed(name)`` for the round's last name, so the
     first timed call follows a call, not a wait, like all the others (a training loop's calls follow each other)."""
+
     def start(r: int, order: list[str]) -> None:
         if cuda:
             torch.cuda.synchronize()
             torch.cuda._sleep(spin_cycles)
         untimed(order[-1], r)
+
     return start
 
 
@@ -90,8 +92,12 @@ def paired_stats(samples: dict[str, list[float]], baseline: str) -> dict[str, di
         if name != baseline:
             ratios = [a / b for a, b in zip(values, samples[baseline])]
             rq1, rmed, rq3 = quartiles(ratios)
-            stats.update(paired_ratio=rmed, paired_ratio_q1=rq1, paired_ratio_q3=rq3,
-                         rounds_at_or_below=sum(1 for q in ratios if q <= 1.0))
+            stats.update(
+                paired_ratio=rmed,
+                paired_ratio_q1=rq1,
+                paired_ratio_q3=rq3,
+                rounds_at_or_below=sum(1 for q in ratios if q <= 1.0),
+            )
         out[name] = stats
     return out
 
@@ -126,8 +132,9 @@ def timed_call(wl, i: int) -> float:
     return time.perf_counter() - t0
 
 
-def measure_shape(pass_: str, m: int, n: int, dtype: torch.dtype, device: torch.device, rounds: int,
-                  rng: random.Random) -> list[dict]:
+def measure_shape(
+    pass_: str, m: int, n: int, dtype: torch.dtype, device: torch.device, rounds: int, rng: random.Random
+) -> list[dict]:
     cuda = device.type == "cuda"
     impls = (BASELINE,) + OURS[pass_]
     loads = {impl: workload(impl, pass_, m, n, dtype, device) for impl in impls}
@@ -168,9 +175,11 @@ def summary(rows: list[dict]) -> list[str]:
                 continue
             over = [f"{r['M']}×{r['N']} {r['paired_ratio']:.3f}" for r in mine if r["paired_ratio"] > 1.0]
             ratios = sorted(r["paired_ratio"] for r in mine)
-            lines.append(f"{pass_} {impl:18} ≤ {BASELINE} at {len(mine) - len(over)} of {len(mine)} shapes "
-                         f"(median paired ratio per shape: min {ratios[0]:.3f}, median {ratios[len(ratios) // 2]:.3f}, "
-                         f"max {ratios[-1]:.3f})" + (f"; over at {', '.join(over)}" if over else ""))
+            lines.append(
+                f"{pass_} {impl:18} ≤ {BASELINE} at {len(mine) - len(over)} of {len(mine)} shapes "
+                f"(median paired ratio per shape: min {ratios[0]:.3f}, median {ratios[len(ratios) // 2]:.3f}, "
+                f"max {ratios[-1]:.3f})" + (f"; over at {', '.join(over)}" if over else "")
+            )
     return lines
 
 
@@ -212,17 +221,33 @@ def main(argv: list[str] | None = None) -> int:
             for n in args.n:
                 shape_rows = measure_shape(pass_, m, n, DTYPES[args.dtype], device, args.rounds, rng)
                 rows.extend(shape_rows)
-                print(f"{pass_} {m:>6}×{n:<6} " + "  ".join(
-                    f"{r['impl']} {r['host_us']:.1f}" + (f" ({r['paired_ratio']:.3f}×)" if "paired_ratio" in r else "")
-                    for r in shape_rows), flush=True)
+                print(
+                    f"{pass_} {m:>6}×{n:<6} "
+                    + "  ".join(
+                        f"{r['impl']} {r['host_us']:.1f}"
+                        + (f" ({r['paired_ratio']:.3f}×)" if "paired_ratio" in r else "")
+                        for r in shape_rows
+                    ),
+                    flush=True,
+                )
     lines = summary(rows)
     print("\n".join(lines))
     info = devices.describe(device)
-    doc = {"kind": "host-paired", "created_at": devices.utc_now_iso(), "device": info.name,
-           "versions": devices.versions(), "git_commit": devices.git_commit(), "host": devices.host(),
-           "native_node": devices.native_node_state(), "seed": seed, "rounds": args.rounds, "baseline": BASELINE,
-           "method": "one GPU spin and one untimed call per round, then every implementation's call back to back",
-           "rows": rows, "summary": lines}
+    doc = {
+        "kind": "host-paired",
+        "created_at": devices.utc_now_iso(),
+        "device": info.name,
+        "versions": devices.versions(),
+        "git_commit": devices.git_commit(),
+        "host": devices.host(),
+        "native_node": devices.native_node_state(),
+        "seed": seed,
+        "rounds": args.rounds,
+        "baseline": BASELINE,
+        "method": "one GPU spin and one untimed call per round, then every implementation's call back to back",
+        "rows": rows,
+        "summary": lines,
+    }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "host-paired.json").write_text(json.dumps(doc, indent=1))

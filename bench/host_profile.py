@@ -66,8 +66,9 @@ def main() -> int:
     w = torch.nn.Parameter(torch.ones(n, device="cuda", dtype=torch.bfloat16))
     dy = torch.randn_like(x)
     report = {"M": m, "N": n, "floor": {}, "impls": {}}
-    report["floor"]["torch.empty x2"] = host_us(lambda: (torch.empty(m, n, device="cuda", dtype=torch.bfloat16),
-                                                          torch.empty(m, device="cuda")))
+    report["floor"]["torch.empty x2"] = host_us(
+        lambda: (torch.empty(m, n, device="cuda", dtype=torch.bfloat16), torch.empty(m, device="cuda"))
+    )
     with torch.no_grad():
         report["floor"]["F.rms_norm fwd"] = host_us(lambda: F.rms_norm(x, (n,), w, 1e-6))
     y = F.rms_norm(x, (n,), w, 1e-6)
@@ -91,12 +92,20 @@ def main() -> int:
         bwd = host_us(lambda: torch.autograd.grad(y, (x, w), dy, retain_graph=True))
         bwd_stats = {**fast_launch.STATS, **launch_plans.STATS}
         bwd_prof = profile(lambda: torch.autograd.grad(y, (x, w), dy, retain_graph=True))
-        report["impls"][impl] = {"fwd_host_us": fwd, "bwd_host_us": bwd, "fwd_launches": fwd_stats,
-                                 "bwd_launches": bwd_stats, "fwd_profile": fwd_prof, "bwd_profile": bwd_prof}
+        report["impls"][impl] = {
+            "fwd_host_us": fwd,
+            "bwd_host_us": bwd,
+            "fwd_launches": fwd_stats,
+            "bwd_launches": bwd_stats,
+            "fwd_profile": fwd_prof,
+            "bwd_profile": bwd_prof,
+        }
         print(f"{impl:18s} fwd {fwd:7.1f} µs {fwd_stats}  bwd {bwd:7.1f} µs {bwd_stats}")
     print(json.dumps(report["floor"], indent=1))
     for impl, r in report["impls"].items():
-        print(f"===== {impl} fwd profile\n{r['fwd_profile'][:3500]}\n===== {impl} bwd profile\n{r['bwd_profile'][:5000]}")
+        print(
+            f"===== {impl} fwd profile\n{r['fwd_profile'][:3500]}\n===== {impl} bwd profile\n{r['bwd_profile'][:5000]}"
+        )
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "host-profile.json").write_text(json.dumps(report, indent=1))
     return 0

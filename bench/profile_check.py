@@ -34,9 +34,15 @@ def main(argv=None) -> int:
 
     registry = default_registry()
     impls = [i for i in IMPLS if i in registry]
-    sweep = {"implementations": impls, "passes": args.passes.split(","), "dtypes": [args.dtype],
-             "M": [int(v) for v in args.m.split(",")], "N": [int(v) for v in args.n.split(",")],
-             "profile": True, "device": "cuda"}
+    sweep = {
+        "implementations": impls,
+        "passes": args.passes.split(","),
+        "dtypes": [args.dtype],
+        "M": [int(v) for v in args.m.split(",")],
+        "N": [int(v) for v in args.n.split(",")],
+        "profile": True,
+        "device": "cuda",
+    }
     run = run_sweep(sweep, registry=registry)
     bad = 0
     checked = 0
@@ -52,9 +58,11 @@ def main(argv=None) -> int:
         checked += 1
         bad += not ok
         kernels = "; ".join(f"{k['name'][:60]} {k['median_us']:.1f}us x{k['calls']}" for k in prof["kernels"][:6])
-        print(f"{label}  median {r.median_us:.1f}us  span {span:.1f}us ({ratio:.2f}x; busy {prof['busy_us']:.1f} + gap "
-              f"{prof['gap_us']:.1f})  kernels summed {prof['kernel_us']:.1f}us ({prof['kernel_us'] / r.median_us:.2f}x)  "
-              f"host {prof['host_us']:.1f}us  {'OK' if ok else 'OFF'}  [{kernels}]")
+        print(
+            f"{label}  median {r.median_us:.1f}us  span {span:.1f}us ({ratio:.2f}x; busy {prof['busy_us']:.1f} + gap "
+            f"{prof['gap_us']:.1f})  kernels summed {prof['kernel_us']:.1f}us ({prof['kernel_us'] / r.median_us:.2f}x)  "
+            f"host {prof['host_us']:.1f}us  {'OK' if ok else 'OFF'}  [{kernels}]"
+        )
     if args.out:
         args.out.write_text(run.model_dump_json(indent=1))
     print(f"{checked} rows profiled, {bad} outside ±{args.tolerance:.0%}")

@@ -33,7 +33,7 @@ def _poison(value, literal, path=()):
         for index, item in enumerate(value):
             new, where = _poison(item, literal, path + (index,))
             if where is not None:
-                return value[:index] + [new] + value[index + 1:], where
+                return value[:index] + [new] + value[index + 1 :], where
     return value, None
 
 
@@ -69,5 +69,15 @@ def after_call(context, case, response):
     if isinstance(detail, list):
         named = [".".join(map(str, e.get("loc", [])[1:])) for e in detail if isinstance(e, dict)]
     with open(path, "a") as out:
-        out.write(json.dumps({"method": case.method, "path": case.path, "status": response.status_code,
-                              "fields": named[:3], "body": body[:200].decode("utf-8", "replace")}) + "\n")
+        out.write(
+            json.dumps(
+                {
+                    "method": case.method,
+                    "path": case.path,
+                    "status": response.status_code,
+                    "fields": named[:3],
+                    "body": body[:200].decode("utf-8", "replace"),
+                }
+            )
+            + "\n"
+        )

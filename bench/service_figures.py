@@ -46,16 +46,29 @@ from big_body_health import part_b  # noqa: E402
 
 PYTHON = sys.executable
 BIN = Path(sys.executable).parent
-CONFORMANCE_CHECKS = ("status_code_conformance", "content_type_conformance", "response_headers_conformance",
-                      "response_schema_conformance")
+CONFORMANCE_CHECKS = (
+    "status_code_conformance",
+    "content_type_conformance",
+    "response_headers_conformance",
+    "response_schema_conformance",
+)
 
 
 # -- a: schemathesis ---------------------------------------------------------------------------------------------
 
+
 def keep_device_busy(url: str, stop: threading.Event) -> threading.Thread:
     """A slow-eager sweep (sleeps, ~0 CPU) holding the one worker until ``stop``: every other valid sweep is 429."""
-    body = {"implementations": ["slow-eager"], "passes": ["fwd"], "dtypes": ["float32"], "M": list(range(1, 65)),
-            "N": [64], "repetitions": 10000, "warmup": 0, "verify": False}
+    body = {
+        "implementations": ["slow-eager"],
+        "passes": ["fwd"],
+        "dtypes": ["float32"],
+        "M": list(range(1, 65)),
+        "N": [64],
+        "repetitions": 10000,
+        "warmup": 0,
+        "verify": False,
+    }
 
     def hold():
         try:
@@ -85,16 +98,46 @@ def part_a(work: Path, max_examples: int, seed: int) -> dict:
     with LiveServer(data, max_queue=0, plugins="tests.app.slow_plugin") as server:
         stop = threading.Event()
         _holder = keep_device_busy(server.url, stop)
-        command = [str(BIN / "schemathesis"), "run", server.url + "/openapi.json", "--max-examples", str(max_examples),
-                   "--seed", str(seed), "--phases", "examples,coverage,fuzzing,stateful", "--checks", "all",
-                   "--workers", "1", "--request-timeout", "60", "--generation-database", "none",
-                   "--suppress-health-check", "all", "--no-color", "--report", "ndjson",
-                   "--report-ndjson-path", str(report / "events.ndjson")]
+        command = [
+            str(BIN / "schemathesis"),
+            "run",
+            server.url + "/openapi.json",
+            "--max-examples",
+            str(max_examples),
+            "--seed",
+            str(seed),
+            "--phases",
+            "examples,coverage,fuzzing,stateful",
+            "--checks",
+            "all",
+            "--workers",
+            "1",
+            "--request-timeout",
+            "60",
+            "--generation-database",
+            "none",
+            "--suppress-health-check",
+            "all",
+            "--no-color",
+            "--report",
+            "ndjson",
+            "--report-ndjson-path",
+            str(report / "events.ndjson"),
+        ]
         started = time.monotonic()
-        proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=3600,
-                              env={**os.environ, "PYTHONPATH": str(ROOT),
-                                   "SCHEMATHESIS_HOOKS": "bench.schemathesis_nonfinite",
-                                   "RMSNORM_NONFINITE_LOG": str(nonfinite_log)})
+        proc = subprocess.run(
+            command,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=3600,
+            env={
+                **os.environ,
+                "PYTHONPATH": str(ROOT),
+                "SCHEMATHESIS_HOOKS": "bench.schemathesis_nonfinite",
+                "RMSNORM_NONFINITE_LOG": str(nonfinite_log),
+            },
+        )
         elapsed = time.monotonic() - started
         stop.set()
         logged_500 = server.server_errors_logged()
@@ -103,7 +146,10 @@ def part_a(work: Path, max_examples: int, seed: int) -> dict:
     tail = proc.stdout.strip().splitlines()
     return {
         "command": " ".join(command[1:]).replace(server.url, "http://127.0.0.1:PORT"),
-        "exit_code": proc.returncode, "seconds": round(elapsed, 1), "max_examples": max_examples, "seed": seed,
+        "exit_code": proc.returncode,
+        "seconds": round(elapsed, 1),
+        "max_examples": max_examples,
+        "seed": seed,
         "app": "RMSNORM_MAX_QUEUE=0, the one CPU worker held by a slow-eager sweep: a valid generated sweep is 429",
         **counts,
         "server_errors_in_log": logged_500,
@@ -147,12 +193,15 @@ def count_events(path: Path) -> dict:
         for item in _find(event, "label"):
             if isinstance(item.get("label"), str) and " /" in item["label"]:
                 operations.add(item["label"])
-    return {"responses_by_status": dict(sorted(statuses.items())),
-            "responses_5xx": sum(n for code, n in statuses.items() if code.startswith("5")),
-            "failed_checks": failures,
-            "schema_conformance_failures": sum(failures.get(name, 0) for name in CONFORMANCE_CHECKS),
-            "server_error_failures": failures.get("not_a_server_error", 0),
-            "operations_seen": sorted(operations), "failure_examples": examples}
+    return {
+        "responses_by_status": dict(sorted(statuses.items())),
+        "responses_5xx": sum(n for code, n in statuses.items() if code.startswith("5")),
+        "failed_checks": failures,
+        "schema_conformance_failures": sum(failures.get(name, 0) for name in CONFORMANCE_CHECKS),
+        "server_error_failures": failures.get("not_a_server_error", 0),
+        "operations_seen": sorted(operations),
+        "failure_examples": examples,
+    }
 
 
 def _find(value, key):
@@ -168,16 +217,27 @@ def _find(value, key):
 
 # -- c: 12 concurrent clients ---------------------------------------------------------------------------------------
 
-SMALL_SWEEP = {"implementations": ["eager", "torch-native"], "passes": ["fwd"], "dtypes": ["float32"],
-               "M": [8, 16, 32, 64], "N": [64, 128], "repetitions": 3, "warmup": 1}
+SMALL_SWEEP = {
+    "implementations": ["eager", "torch-native"],
+    "passes": ["fwd"],
+    "dtypes": ["float32"],
+    "M": [8, 16, 32, 64],
+    "N": [64, 128],
+    "repetitions": 3,
+    "warmup": 1,
+}
 CLIENTS = 12
 
 
 def part_c(work: Path) -> dict:
     data = work / "c"
     data.mkdir()
-    expected_keys = {(i, "fwd", "float32", m, n) for i in SMALL_SWEEP["implementations"] for m in SMALL_SWEEP["M"]
-                     for n in SMALL_SWEEP["N"]}
+    expected_keys = {
+        (i, "fwd", "float32", m, n)
+        for i in SMALL_SWEEP["implementations"]
+        for m in SMALL_SWEEP["M"]
+        for n in SMALL_SWEEP["N"]
+    }
     barrier = threading.Barrier(CLIENTS)
 
     def client(_):
@@ -189,8 +249,12 @@ def part_c(work: Path) -> dict:
             lines = [json.loads(raw) for raw in response.iter_lines() if raw.strip()]
         rows = [line for line in lines if line["type"] == "row"]
         summary = [line for line in lines if line["type"] == "summary"]
-        return {"status": 200, "run_id": response.headers.get("x-run-id"), "rows": rows,
-                "complete": bool(summary and summary[0]["complete"])}
+        return {
+            "status": 200,
+            "run_id": response.headers.get("x-run-id"),
+            "rows": rows,
+            "complete": bool(summary and summary[0]["complete"]),
+        }
 
     with LiveServer(data) as server:
         url = server.url
@@ -206,21 +270,31 @@ def part_c(work: Path) -> dict:
         if set(keys) != expected_keys:
             problems.append(f"{r['run_id']}: missing {sorted(expected_keys - set(keys))[:3]}")
         if not all(row["status"] == "ok" for row in r["rows"]):
-            problems.append(f"{r['run_id']}: rows not ok: {[row.get('reason') for row in r['rows'] if row['status'] != 'ok'][:2]}")
+            problems.append(
+                f"{r['run_id']}: rows not ok: {[row.get('reason') for row in r['rows'] if row['status'] != 'ok'][:2]}"
+            )
         store_keys = sorted((w["impl"], w["pass"], w["dtype"], w["M"], w["N"]) for w in stored[r["run_id"]]["rows"])
         if store_keys != sorted(keys):
             problems.append(f"{r['run_id']}: the store differs from the stream")
     received = sum(len(r["rows"]) for r in streamed)
-    return {"clients": CLIENTS, "sweep": SMALL_SWEEP, "max_queue": 8,
-            "answers": dict(sorted(_tally(str(r["status"]) for r in results).items())),
-            "streamed": len(streamed), "got_429": sum(1 for r in results if r["status"] == 429),
-            "rows_expected": len(streamed) * len(expected_keys), "rows_received": received,
-            "complete_runs": sum(1 for r in streamed if r["complete"]),
-            "distinct_run_ids": len({r["run_id"] for r in streamed}), "problems": problems,
-            "none_lost_or_duplicated": not problems and received == len(streamed) * len(expected_keys)}
+    return {
+        "clients": CLIENTS,
+        "sweep": SMALL_SWEEP,
+        "max_queue": 8,
+        "answers": dict(sorted(_tally(str(r["status"]) for r in results).items())),
+        "streamed": len(streamed),
+        "got_429": sum(1 for r in results if r["status"] == 429),
+        "rows_expected": len(streamed) * len(expected_keys),
+        "rows_received": received,
+        "complete_runs": sum(1 for r in streamed if r["complete"]),
+        "distinct_run_ids": len({r["run_id"] for r in streamed}),
+        "problems": problems,
+        "none_lost_or_duplicated": not problems and received == len(streamed) * len(expected_keys),
+    }
 
 
 # -- d: the case-timeout test under a CPU load -----------------------------------------------------------------------
+
 
 def part_d(work: Path, times: int = 10) -> dict:
     burners = [subprocess.Popen([PYTHON, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
@@ -228,21 +302,35 @@ def part_d(work: Path, times: int = 10) -> dict:
     try:
         for attempt in range(times):
             started = time.monotonic()
-            proc = subprocess.run([PYTHON, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                                   "tests/app/test_app_case_timeout.py"], cwd=ROOT, capture_output=True, text=True,
-                                  timeout=900)
-            outcomes.append({"passed": proc.returncode == 0, "seconds": round(time.monotonic() - started, 1),
-                             "tail": proc.stdout.strip().splitlines()[-1][:300] if proc.stdout.strip() else ""})
+            proc = subprocess.run(
+                [PYTHON, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "tests/app/test_app_case_timeout.py"],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
+            outcomes.append(
+                {
+                    "passed": proc.returncode == 0,
+                    "seconds": round(time.monotonic() - started, 1),
+                    "tail": proc.stdout.strip().splitlines()[-1][:300] if proc.stdout.strip() else "",
+                }
+            )
             print(f"  case-timeout run {attempt + 1}: {outcomes[-1]}", flush=True)
     finally:
         for burner in burners:
             burner.kill()
             burner.wait()
-    return {"runs": times, "passes": sum(o["passed"] for o in outcomes),
-            "cpu_load": f"{len(burners)} busy-loop processes (one per core)", "outcomes": outcomes}
+    return {
+        "runs": times,
+        "passes": sum(o["passed"] for o in outcomes),
+        "cpu_load": f"{len(burners)} busy-loop processes (one per core)",
+        "outcomes": outcomes,
+    }
 
 
 # -- the report -------------------------------------------------------------------------------------------------------
+
 
 def machine() -> dict:
     from importlib.metadata import PackageNotFoundError, version
@@ -254,12 +342,28 @@ def machine() -> dict:
             return None
 
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    return {"label": f"CPU machine, {os.cpu_count()} cores (shared), {platform.processor() or platform.machine()}",
-            "cores": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-            "versions": {name: v(name) for name in ("torch", "triton", "fastapi", "starlette", "pydantic",
-                                                  "pydantic-settings", "uvicorn", "httpx", "schemathesis",
-                                                  "hypothesis")},
-            "git_commit": commit.stdout.strip() or None}
+    return {
+        "label": f"CPU machine, {os.cpu_count()} cores (shared), {platform.processor() or platform.machine()}",
+        "cores": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "versions": {
+            name: v(name)
+            for name in (
+                "torch",
+                "triton",
+                "fastapi",
+                "starlette",
+                "pydantic",
+                "pydantic-settings",
+                "uvicorn",
+                "httpx",
+                "schemathesis",
+                "hypothesis",
+            )
+        },
+        "git_commit": commit.stdout.strip() or None,
+    }
 
 
 def main() -> None:
@@ -272,11 +376,15 @@ def main() -> None:
     today = datetime.date.today().isoformat()
     path = args.out / f"service-figures-cpu-{today}.json"
     document = json.loads(path.read_text()) if path.exists() else {}  # parts measured earlier today are kept
-    document.update({"what": "issue 12 service figures (bench/service_figures.py)", "date": today,
-                     "machine": machine()})
-    parts = {"a": ("schemathesis", lambda w: part_a(w, args.max_examples, args.seed)),
-             "b": ("health_while_big_bodies_refused", part_b), "c": ("concurrent_clients", part_c),
-             "d": ("case_timeout_under_load", part_d)}
+    document.update(
+        {"what": "issue 12 service figures (bench/service_figures.py)", "date": today, "machine": machine()}
+    )
+    parts = {
+        "a": ("schemathesis", lambda w: part_a(w, args.max_examples, args.seed)),
+        "b": ("health_while_big_bodies_refused", part_b),
+        "c": ("concurrent_clients", part_c),
+        "d": ("case_timeout_under_load", part_d),
+    }
     with tempfile.TemporaryDirectory(prefix="service-figures-") as folder:
         for key in args.parts:
             name, run = parts[key]

@@ -26,10 +26,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 VARIANTS = ("hf", "triton-persistent", "triton-workspace", "triton-atomic", "liger")
 LOSS_TOLERANCE = {"bfloat16": 2e-2, "float16": 1e-2, "float32": 1e-4}
-GPU_CONFIG = dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=4, num_attention_heads=16,
-                  num_key_value_heads=4, vocab_size=32000, batch=8, seq=1024)
-TINY_CONFIG = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                   num_key_value_heads=2, vocab_size=96, batch=2, seq=16)
+GPU_CONFIG = dict(
+    hidden_size=2048,
+    intermediate_size=5632,
+    num_hidden_layers=4,
+    num_attention_heads=16,
+    num_key_value_heads=4,
+    vocab_size=32000,
+    batch=8,
+    seq=1024,
+)
+TINY_CONFIG = dict(
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=96,
+    batch=2,
+    seq=16,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,8 +104,15 @@ def _run_variant(base, variant, mode, batches, args, torch):
         losses.append(float(loss.detach().float()))
         if i >= args.warmup:
             times.append(elapsed * 1e3)
-    return {"variant": variant, "mode": mode, "status": "ok", "replaced": replaced, "losses": losses,
-            "step_ms": times, "step_ms_median": statistics.median(times) if times else None}
+    return {
+        "variant": variant,
+        "mode": mode,
+        "status": "ok",
+        "replaced": replaced,
+        "losses": losses,
+        "step_ms": times,
+        "step_ms_median": statistics.median(times) if times else None,
+    }
 
 
 def run(args) -> dict:
@@ -119,8 +142,10 @@ def run(args) -> dict:
     llama = transformers.LlamaConfig(**config, max_position_embeddings=max(seq, 64))
     base = transformers.LlamaForCausalLM(llama).to(device, dtype)
     generator = torch.Generator().manual_seed(1)
-    batches = [torch.randint(0, config["vocab_size"], (batch, seq), generator=generator).to(device)
-               for _ in range(args.warmup + args.steps)]
+    batches = [
+        torch.randint(0, config["vocab_size"], (batch, seq), generator=generator).to(device)
+        for _ in range(args.warmup + args.steps)
+    ]
     rows = []
     for mode in [m for m in args.modes.split(",") if m]:
         for variant in [v for v in args.variants.split(",") if v]:
@@ -131,8 +156,14 @@ def run(args) -> dict:
             try:
                 rows.append(_run_variant(base, variant, mode, batches, args, torch))
             except Exception as exc:  # one variant's failure is a row, not the end of the run
-                rows.append({"variant": variant, "mode": mode, "status": "error",
-                             "reason": f"{type(exc).__name__}: {exc}"[:500]})
+                rows.append(
+                    {
+                        "variant": variant,
+                        "mode": mode,
+                        "status": "error",
+                        "reason": f"{type(exc).__name__}: {exc}"[:500],
+                    }
+                )
     tolerance = LOSS_TOLERANCE[dtype_name]
     for row in rows:
         ref = next((r for r in rows if r["variant"] == "hf" and r["mode"] == row["mode"] and r["status"] == "ok"), None)
@@ -141,14 +172,28 @@ def run(args) -> dict:
             row["max_rel_loss_diff_vs_hf"] = diff
             row["losses_agree"] = diff <= tolerance
     info = devices.describe(device)
-    return {"kind": "train-bench", "created_at": devices.utc_now_iso(), "device": info.model_dump(),
-            "label": "CPU (Triton interpreter)" if device.type == "cpu" else info.name,
-            "versions": {**devices.versions(), "transformers": transformers.__version__},
-            "git_commit": devices.git_commit(), "git_dirty": devices.git_dirty(), "host": devices.host(),
-            "config": {**config, "batch": batch, "seq": seq, "dtype": dtype_name, "steps": args.steps,
-                       "warmup": args.warmup, "optimizer": "AdamW(lr=1e-3)",
-                       "compile_backend": args.compile_backend or "inductor", "loss_tolerance": tolerance},
-            "rows": rows}
+    return {
+        "kind": "train-bench",
+        "created_at": devices.utc_now_iso(),
+        "device": info.model_dump(),
+        "label": "CPU (Triton interpreter)" if device.type == "cpu" else info.name,
+        "versions": {**devices.versions(), "transformers": transformers.__version__},
+        "git_commit": devices.git_commit(),
+        "git_dirty": devices.git_dirty(),
+        "host": devices.host(),
+        "config": {
+            **config,
+            "batch": batch,
+            "seq": seq,
+            "dtype": dtype_name,
+            "steps": args.steps,
+            "warmup": args.warmup,
+            "optimizer": "AdamW(lr=1e-3)",
+            "compile_backend": args.compile_backend or "inductor",
+            "loss_tolerance": tolerance,
+        },
+        "rows": rows,
+    }
 
 
 def show(result: dict) -> None:
@@ -159,8 +204,10 @@ def show(result: dict) -> None:
             print(f"{r['variant']:<20} {r['mode']:<8} {r['status']}: {r['reason'][:80]}")
             continue
         ms = f"{r['step_ms_median']:.2f}" if r["step_ms_median"] is not None else "-"
-        print(f"{r['variant']:<20} {r['mode']:<8} {ms:>9} {r['losses'][0]:>9.4f} {r['losses'][-1]:>9.4f}  "
-              f"{r.get('losses_agree', '-')}")
+        print(
+            f"{r['variant']:<20} {r['mode']:<8} {ms:>9} {r['losses'][0]:>9.4f} {r['losses'][-1]:>9.4f}  "
+            f"{r.get('losses_agree', '-')}"
+        )
 
 
 def main(argv=None) -> int:

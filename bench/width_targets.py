@@ -45,28 +45,41 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     gbps = load(args.files)
     misses = 0
-    for pass_, ours, low, median_target, pct_target in (("fwd", "triton", 0.98, 1.00, 95), ("bwd", "triton-persistent", 1.00, 1.10, 85)):
+    for pass_, ours, low, median_target, pct_target in (
+        ("fwd", "triton", 0.98, 1.00, 95),
+        ("bwd", "triton-persistent", 1.00, 1.10, 85),
+    ):
         found = ratios(gbps, pass_, ours)
         for dtype in sorted({k[0] for k in found}):
             rows = {k: v for k, v in found.items() if k[0] == dtype}
             values = [v[0] for v in rows.values()]
             below = sorted((k, v) for k, v in rows.items() if v[0] < low)
             big = [(k, v) for k, v in rows.items() if k[1] * k[2] >= 32 * 2**20 and v[2] < pct_target]
-            print(f"{ours} {dtype}: vs best peer min {min(values):.3f} median {statistics.median(values):.3f} "
-                  f"(target ≥ {low}, median ≥ {median_target}); below at {len(below)} of {len(rows)}; "
-                  f"under {pct_target} % of ceiling at M·N ≥ 32M: {len(big)}")
+            print(
+                f"{ours} {dtype}: vs best peer min {min(values):.3f} median {statistics.median(values):.3f} "
+                f"(target ≥ {low}, median ≥ {median_target}); below at {len(below)} of {len(rows)}; "
+                f"under {pct_target} % of ceiling at M·N ≥ 32M: {len(big)}"
+            )
             for (d, m, n), (r, best, pct) in below:
                 print(f"    {m}x{n}: {r:.3f}× {best} ({pct:.1f} % of ceiling)")
             misses += len(below) + len(big) + (statistics.median(values) < median_target)
     for ours in OURS:  # cliffs along the scan (multiples of 256 at one M)
-        for (pass_, dtype, m) in sorted({(k[0], k[1], k[2]) for k, by in gbps.items() if ours in by}):
-            line = sorted((k[3], by[ours][0]) for k, by in gbps.items()
-                          if k[:3] == (pass_, dtype, m) and ours in by and k[3] % 256 == 0)
-            cliffs = [(n, g / max(line[i - 1][1], line[i + 1][1])) for i, (n, g) in enumerate(line[1:-1], 1)
-                      if g < 0.90 * max(line[i - 1][1], line[i + 1][1])]
+        for pass_, dtype, m in sorted({(k[0], k[1], k[2]) for k, by in gbps.items() if ours in by}):
+            line = sorted(
+                (k[3], by[ours][0])
+                for k, by in gbps.items()
+                if k[:3] == (pass_, dtype, m) and ours in by and k[3] % 256 == 0
+            )
+            cliffs = [
+                (n, g / max(line[i - 1][1], line[i + 1][1]))
+                for i, (n, g) in enumerate(line[1:-1], 1)
+                if g < 0.90 * max(line[i - 1][1], line[i + 1][1])
+            ]
             if len(line) > 2:
-                print(f"{ours} {pass_} {dtype} M={m}: {len(cliffs)} cliffs over {len(line)} widths"
-                      + "".join(f"\n    N={n}: {r:.2f}× its better neighbour" for n, r in cliffs))
+                print(
+                    f"{ours} {pass_} {dtype} M={m}: {len(cliffs)} cliffs over {len(line)} widths"
+                    + "".join(f"\n    N={n}: {r:.2f}× its better neighbour" for n, r in cliffs)
+                )
                 misses += len(cliffs)
     print(f"{misses} misses")
     return 1 if misses else 0

@@ -52,8 +52,9 @@ def list_implementations(registry: Optional[Registry] = None) -> list[dict[str, 
     return describe_all(default_registry() if registry is None else registry)
 
 
-def launch_grids(M: int, N: int, sm_count: int = DEFAULT_SM_COUNT,
-                 registry: Optional[Registry] = None) -> dict[str, Optional[dict[str, Any]]]:
+def launch_grids(
+    M: int, N: int, sm_count: int = DEFAULT_SM_COUNT, registry: Optional[Registry] = None
+) -> dict[str, Optional[dict[str, Any]]]:
     """``{implementation: launch grid or None}``: the grid each kernel would launch for an [M, N] input; None for
     an implementation without one, or whose launch function failed (logged; the others still answer)."""
     out: dict[str, Optional[dict[str, Any]]] = {}

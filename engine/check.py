@@ -28,8 +28,17 @@ ODD_WIDTHS = (1000, 5000, 12345)
 CPU_SHAPES = ((5, 7), (16, 1000), (3, 4097), (3, 5000), (2, 12345), (3, 2880))
 """Small on CPU: the Triton interpreter runs each program in Python, and torch.compile builds C++ per shape.
 Odd M and the odd widths; `preset_shapes` adds the model widths (``--preset-widths``)."""
-GPU_SHAPES = ((4, 7), (1000, 1), (4099, 1000), (1024, 4096), (257, 8192), (300, 12289), (32, 65536),
-              (1023, 5000), (333, 12345))
+GPU_SHAPES = (
+    (4, 7),
+    (1000, 1),
+    (4099, 1000),
+    (1024, 4096),
+    (257, 8192),
+    (300, 12289),
+    (32, 65536),
+    (1023, 5000),
+    (333, 12345),
+)
 
 
 def preset_shapes(m: int) -> tuple[tuple[int, int], ...]:
@@ -38,6 +47,8 @@ def preset_shapes(m: int) -> tuple[tuple[int, int], ...]:
 
     widths = sorted(set(get_preset("models")["N"]) | set(ODD_WIDTHS))
     return tuple((m, n) for n in widths)
+
+
 DTYPES = ("float32", "bfloat16", "float16")
 EPS = 1e-6
 
@@ -57,8 +68,19 @@ def _inputs(m: int, n: int, dtype: torch.dtype, device, generator: torch.Generat
 
 def check_case(impl, pass_: str, dtype_name: str, m: int, n: int, device, generator) -> dict:
     dtype = getattr(torch, dtype_name)
-    row = {"impl": impl.name, "pass": pass_, "dtype": dtype_name, "M": m, "N": n, "device": str(device),
-           "max_rel_err": None, "tolerance": tolerance_for(dtype), "ok": False, "skipped": False, "reason": None}
+    row = {
+        "impl": impl.name,
+        "pass": pass_,
+        "dtype": dtype_name,
+        "M": m,
+        "N": n,
+        "device": str(device),
+        "max_rel_err": None,
+        "tolerance": tolerance_for(dtype),
+        "ok": False,
+        "skipped": False,
+        "reason": None,
+    }
     x, w, dy = _inputs(m, n, dtype, device, generator)
     element_bytes = m * n * x.element_size()
     try:
@@ -106,8 +128,7 @@ def _check_once(impl, pass_, x, w, dy, device, element_bytes, poison: bool = Tru
     return errors
 
 
-def run_check(names=None, dtypes=DTYPES, shapes=None, device=None, seed: int | None = None,
-              on_row=None) -> list[dict]:
+def run_check(names=None, dtypes=DTYPES, shapes=None, device=None, seed: int | None = None, on_row=None) -> list[dict]:
     """Run the sweep. ``names``: implementations (default: every registered one); ``shapes``: (M, N)
     pairs (default: small on CPU, wider on a GPU). Unavailable implementations give one skipped row.
     ``on_row(row)`` is called with each row as it is checked (the CLI prints it then: a check cut short by a
@@ -124,9 +145,22 @@ def run_check(names=None, dtypes=DTYPES, shapes=None, device=None, seed: int | N
     for impl in impls:
         reason = impl.unavailable_reason()
         if reason is not None:
-            rows.append({"impl": impl.name, "pass": "/".join(impl.passes), "dtype": None, "M": None, "N": None,
-                         "device": str(device), "max_rel_err": None, "tolerance": None, "ok": True,
-                         "skipped": True, "reason": reason, "seed": seed})
+            rows.append(
+                {
+                    "impl": impl.name,
+                    "pass": "/".join(impl.passes),
+                    "dtype": None,
+                    "M": None,
+                    "N": None,
+                    "device": str(device),
+                    "max_rel_err": None,
+                    "tolerance": None,
+                    "ok": True,
+                    "skipped": True,
+                    "reason": reason,
+                    "seed": seed,
+                }
+            )
             if on_row:
                 on_row(rows[-1])
             continue
@@ -135,9 +169,22 @@ def run_check(names=None, dtypes=DTYPES, shapes=None, device=None, seed: int | N
                 for m, n in shapes:
                     shape = impl.shape_refusal(int(m), int(n), dtype_name)
                     if shape is not None:  # a shape it declares it does not take: skipped, as the engine does
-                        rows.append({"impl": impl.name, "pass": pass_, "dtype": dtype_name, "M": int(m), "N": int(n),
-                                     "device": str(device), "max_rel_err": None, "tolerance": None, "ok": True,
-                                     "skipped": True, "reason": shape, "seed": seed})
+                        rows.append(
+                            {
+                                "impl": impl.name,
+                                "pass": pass_,
+                                "dtype": dtype_name,
+                                "M": int(m),
+                                "N": int(n),
+                                "device": str(device),
+                                "max_rel_err": None,
+                                "tolerance": None,
+                                "ok": True,
+                                "skipped": True,
+                                "reason": shape,
+                                "seed": seed,
+                            }
+                        )
                         if on_row:
                             on_row(rows[-1])
                         continue
@@ -151,7 +198,9 @@ def run_check(names=None, dtypes=DTYPES, shapes=None, device=None, seed: int | N
     return rows
 
 
-CHECK_HEADER = f"{'implementation':<20} {'pass':<4} {'dtype':<9} {'M':>6} {'N':>6} {'max rel err':>11} {'tol':>7}  result"
+CHECK_HEADER = (
+    f"{'implementation':<20} {'pass':<4} {'dtype':<9} {'M':>6} {'N':>6} {'max rel err':>11} {'tol':>7}  result"
+)
 
 
 def format_check_row(r: dict) -> str:
@@ -160,8 +209,10 @@ def format_check_row(r: dict) -> str:
         return f"{r['impl']:<20} {r['pass']:<4} {dtype:<9} {m:>6} {n:>6} {'':>11} {'':>7}  SKIP  {r['reason']}"
     err = f"{r['max_rel_err']:.2e}" if r["max_rel_err"] is not None else "-"
     result = "ok" if r["ok"] else f"FAIL  {r['reason']}"
-    return (f"{r['impl']:<20} {r['pass']:<4} {r['dtype']:<9} {r['M']:>6} {r['N']:>6} {err:>11} "
-            f"{r['tolerance']:>7.0e}  {result}")
+    return (
+        f"{r['impl']:<20} {r['pass']:<4} {r['dtype']:<9} {r['M']:>6} {r['N']:>6} {err:>11} "
+        f"{r['tolerance']:>7.0e}  {result}"
+    )
 
 
 def format_check_summary(rows: list[dict]) -> str:
@@ -185,22 +236,34 @@ def _shape(text: str) -> tuple[int, int]:
 
 
 def check_main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="rmsnorm-dash check",
-                                     description="Check every implementation against the fp64 reference.")
+    parser = argparse.ArgumentParser(
+        prog="rmsnorm-dash check", description="Check every implementation against the fp64 reference."
+    )
     parser.add_argument("--impl", action="append", help="implementation name (repeatable; default: all)")
     parser.add_argument("--dtype", action="append", choices=DTYPES, help="dtype (repeatable; default: all three)")
     parser.add_argument("--shape", action="append", type=_shape, help="MxN (repeatable; default depends on device)")
     parser.add_argument("--device", help="cuda, cuda:1 or cpu (default: cuda if present)")
     parser.add_argument("--seed", type=int, help="input seed (default: fresh)")
     parser.add_argument("--plugin", action="append", default=[], help="module or module:object to load first")
-    parser.add_argument("--preset-widths", action="store_true",
-                        help="add every model width of the models preset and N = 1000, 5000, 12345 at an odd M "
-                             "(3 on CPU, 4099 on a GPU)")
-    parser.add_argument("--widths", action="store_true",
-                        help="add every width of the widths preset (multiples of 256 up to 16384) at an odd M "
-                             "(3 on CPU, 1027 on a GPU)")
-    parser.add_argument("--random-widths", type=int, default=0, metavar="K",
-                        help="add K random widths (not multiples of 64), drawn from --width-seed, at that odd M")
+    parser.add_argument(
+        "--preset-widths",
+        action="store_true",
+        help="add every model width of the models preset and N = 1000, 5000, 12345 at an odd M "
+        "(3 on CPU, 4099 on a GPU)",
+    )
+    parser.add_argument(
+        "--widths",
+        action="store_true",
+        help="add every width of the widths preset (multiples of 256 up to 16384) at an odd M "
+        "(3 on CPU, 1027 on a GPU)",
+    )
+    parser.add_argument(
+        "--random-widths",
+        type=int,
+        default=0,
+        metavar="K",
+        help="add K random widths (not multiples of 64), drawn from --width-seed, at that odd M",
+    )
     parser.add_argument("--width-seed", type=int, help="seed of --random-widths (default: fresh, printed)")
     args = parser.parse_args(argv)
     load_all(extra_paths=args.plugin)

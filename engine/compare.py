@@ -44,15 +44,18 @@ def _measured(doc: Mapping[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
     return shapes
 
 
-def compare_runs(base: Union[RunFile, Mapping[str, Any]], new: Union[RunFile, Mapping[str, Any]],
-                 allow_mixed_timing: bool = False) -> dict[str, Any]:
+def compare_runs(
+    base: Union[RunFile, Mapping[str, Any]], new: Union[RunFile, Mapping[str, Any]], allow_mixed_timing: bool = False
+) -> dict[str, Any]:
     """The comparison document (the shape of ``GET /api/compare``); raises `MixedTiming`."""
     b, n = _document(base), _document(new)
     tb, tn = timing_mode(b), timing_mode(n)
     if tb != tn and not allow_mixed_timing:
-        raise MixedTiming(f"the runs were timed differently (base: {tb}, new: {tn}); their GB/s are not comparable. "
-                          "Compare runs of one timing mode, or allow mixed timing modes explicitly "
-                          "(--allow-mixed-timing / allow_mixed_timing=true)")
+        raise MixedTiming(
+            f"the runs were timed differently (base: {tb}, new: {tn}); their GB/s are not comparable. "
+            "Compare runs of one timing mode, or allow mixed timing modes explicitly "
+            "(--allow-mixed-timing / allow_mixed_timing=true)"
+        )
     mb, mn = _measured(b), _measured(n)
     rows = []
     for key, by_impl in mn.items():
@@ -62,9 +65,19 @@ def compare_runs(base: Union[RunFile, Mapping[str, Any]], new: Union[RunFile, Ma
             old = mb[key].get(impl)
             if old is None:
                 continue
-            rows.append({"key": key, "pass": new_row["pass"], "dtype": new_row["dtype"], "M": new_row["M"],
-                         "N": new_row["N"], "impl": impl, "base_GBps": old["GBps"], "new_GBps": new_row["GBps"],
-                         "ratio": new_row["GBps"] / old["GBps"]})
+            rows.append(
+                {
+                    "key": key,
+                    "pass": new_row["pass"],
+                    "dtype": new_row["dtype"],
+                    "M": new_row["M"],
+                    "N": new_row["N"],
+                    "impl": impl,
+                    "base_GBps": old["GBps"],
+                    "new_GBps": new_row["GBps"],
+                    "ratio": new_row["GBps"] / old["GBps"],
+                }
+            )
     return {
         "base": {"run_id": b["run"]["run_id"], "timing": tb},
         "new": {"run_id": n["run"]["run_id"], "timing": tn},
@@ -82,13 +95,16 @@ def below(doc: Mapping[str, Any], fail_below: float = DEFAULT_FAIL_BELOW) -> lis
 
 def format_comparison(doc: Mapping[str, Any], fail_below: Optional[float] = DEFAULT_FAIL_BELOW) -> str:
     """Plain text: one line per shape and implementation, then the shapes only in one run and the verdict."""
-    lines = [f"base {doc['base']['run_id']} ({doc['base']['timing']})  →  new {doc['new']['run_id']} "
-             f"({doc['new']['timing']}): NEW/BASE GB/s",
-             f"{'shape':<28} {'implementation':<22} {'base GB/s':>10} {'new GB/s':>10} {'ratio':>7}"]
+    lines = [
+        f"base {doc['base']['run_id']} ({doc['base']['timing']})  →  new {doc['new']['run_id']} "
+        f"({doc['new']['timing']}): NEW/BASE GB/s",
+        f"{'shape':<28} {'implementation':<22} {'base GB/s':>10} {'new GB/s':>10} {'ratio':>7}",
+    ]
     for r in doc["rows"]:
         flag = "  BELOW" if fail_below is not None and r["ratio"] < fail_below else ""
-        lines.append(f"{r['key']:<28} {r['impl']:<22} {r['base_GBps']:>10.1f} {r['new_GBps']:>10.1f} "
-                     f"{r['ratio']:>7.3f}{flag}")
+        lines.append(
+            f"{r['key']:<28} {r['impl']:<22} {r['base_GBps']:>10.1f} {r['new_GBps']:>10.1f} {r['ratio']:>7.3f}{flag}"
+        )
     for label, keys in (("only in base", doc["only_in_base"]), ("only in new", doc["only_in_new"])):
         if keys:
             lines.append(f"{label}: {', '.join(keys)}")
@@ -96,8 +112,11 @@ def format_comparison(doc: Mapping[str, Any], fail_below: Optional[float] = DEFA
         lines.append("no shape and implementation measured ok in both runs")
     elif fail_below is not None:
         bad = below(doc, fail_below)
-        lines.append(f"{len(bad)} of {len(doc['rows'])} below {fail_below:g}" if bad
-                     else f"all {len(doc['rows'])} at or above {fail_below:g} (min {doc['min_ratio']:.3f})")
+        lines.append(
+            f"{len(bad)} of {len(doc['rows'])} below {fail_below:g}"
+            if bad
+            else f"all {len(doc['rows'])} at or above {fail_below:g} (min {doc['min_ratio']:.3f})"
+        )
     return "\n".join(lines)
 
 
@@ -112,8 +131,10 @@ def trends(runs: list[Union[RunFile, Mapping[str, Any]]], fail_below: float = DE
     ``rmsnorm-dash compare --fail-below``, applied to the mean. ``index`` chains the ratios (1.0 at the series'
     first run; null for a later run that shares no shape with an earlier one). ``GBps``: the run's geometric mean
     over all its shapes of that pass (not comparable across runs of different shapes)."""
-    docs = sorted((_document(r) for r in runs),
-                  key=lambda d: (str(d["run"].get("created_at") or ""), str(d["run"].get("git_commit") or "")))
+    docs = sorted(
+        (_document(r) for r in runs),
+        key=lambda d: (str(d["run"].get("created_at") or ""), str(d["run"].get("git_commit") or "")),
+    )
     series: dict[tuple[str, str], dict[str, Any]] = {}
     for doc in docs:
         by_pass_impl: dict[tuple[str, str], dict[str, float]] = {}
@@ -122,19 +143,35 @@ def trends(runs: list[Union[RunFile, Mapping[str, Any]]], fail_below: float = DE
                 by_pass_impl.setdefault((row["pass"], impl), {})[key] = row["GBps"]
         for (pass_, impl), gbps in sorted(by_pass_impl.items()):
             s = series.setdefault((pass_, impl), {"pass": pass_, "impl": impl, "points": [], "_gbps": []})
-            point = {"run_id": doc["run"]["run_id"], "created_at": doc["run"].get("created_at"),
-                     "git_commit": doc["run"].get("git_commit"), "shapes": len(gbps), "GBps": geomean(gbps.values()),
-                     "base_run_id": None, "shared": 0, "base_GBps": None, "new_GBps": None, "ratio": None,
-                     "index": None if s["points"] else 1.0, "regression": False}
+            point = {
+                "run_id": doc["run"]["run_id"],
+                "created_at": doc["run"].get("created_at"),
+                "git_commit": doc["run"].get("git_commit"),
+                "shapes": len(gbps),
+                "GBps": geomean(gbps.values()),
+                "base_run_id": None,
+                "shared": 0,
+                "base_GBps": None,
+                "new_GBps": None,
+                "ratio": None,
+                "index": None if s["points"] else 1.0,
+                "regression": False,
+            }
             for earlier, last in zip(reversed(s["points"]), reversed(s["_gbps"])):
                 shared = sorted(set(gbps) & set(last))
                 if not shared:
                     continue
                 base, new = geomean(last[k] for k in shared), geomean(gbps[k] for k in shared)
                 ratio = new / base
-                point.update(base_run_id=earlier["run_id"], shared=len(shared), base_GBps=base, new_GBps=new,
-                             ratio=ratio, regression=ratio < fail_below,
-                             index=earlier["index"] * ratio if earlier["index"] is not None else None)
+                point.update(
+                    base_run_id=earlier["run_id"],
+                    shared=len(shared),
+                    base_GBps=base,
+                    new_GBps=new,
+                    ratio=ratio,
+                    regression=ratio < fail_below,
+                    index=earlier["index"] * ratio if earlier["index"] is not None else None,
+                )
                 break
             s["points"].append(point)
             s["_gbps"].append(gbps)
@@ -142,10 +179,19 @@ def trends(runs: list[Union[RunFile, Mapping[str, Any]]], fail_below: float = DE
     for s in series.values():
         s.pop("_gbps")
         out.append(s)
-    return {"fail_below": fail_below,
-            "runs": [{"run_id": d["run"]["run_id"], "created_at": d["run"].get("created_at"),
-                      "git_commit": d["run"].get("git_commit"),
-                      "complete": bool((d.get("summary") or {}).get("complete", True))} for d in docs],
-            "series": out,
-            "regressions": [{"pass": s["pass"], "impl": s["impl"], **p} for s in out for p in s["points"]
-                            if p["regression"]]}
+    return {
+        "fail_below": fail_below,
+        "runs": [
+            {
+                "run_id": d["run"]["run_id"],
+                "created_at": d["run"].get("created_at"),
+                "git_commit": d["run"].get("git_commit"),
+                "complete": bool((d.get("summary") or {}).get("complete", True)),
+            }
+            for d in docs
+        ],
+        "series": out,
+        "regressions": [
+            {"pass": s["pass"], "impl": s["impl"], **p} for s in out for p in s["points"] if p["regression"]
+        ],
+    }

@@ -203,8 +203,12 @@ def git_dirty() -> Optional[bool]:
         return None
     try:
         out = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=PACKAGE_ROOT, capture_output=True,
-            text=True, timeout=10, check=False,
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=PACKAGE_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return None

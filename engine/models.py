@@ -67,7 +67,7 @@ Time = Annotated[float, Field(ge=0)]
 def normalise_dtype(name: str) -> str:
     """``"bf16"`` → ``"bfloat16"``; raises ValueError naming the accepted spellings."""
     key = str(name).strip().lower()
-    key = key[len("torch."):] if key.startswith("torch.") else key
+    key = key[len("torch.") :] if key.startswith("torch.") else key
     try:
         return DTYPE_ALIASES[key]
     except KeyError:
@@ -108,18 +108,44 @@ class Sweep(AliasModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     implementations: Optional[list[Name]] = Field(
-        default=None, min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE, description="implementation names; omitted or null = every implementation available here"
+        default=None,
+        min_length=1,
+        max_length=MAX_LIST,
+        json_schema_extra=UNIQUE,
+        description="implementation names; omitted or null = every implementation available here",
     )
-    passes: list[Pass] = Field(default_factory=lambda: ["fwd", "bwd"], min_length=1, max_length=2,
-                               json_schema_extra=UNIQUE)
+    passes: list[Pass] = Field(
+        default_factory=lambda: ["fwd", "bwd"], min_length=1, max_length=2, json_schema_extra=UNIQUE
+    )
     dtypes: list[Annotated[str, Field(max_length=16)]] = Field(
-        default_factory=lambda: ["bfloat16"], min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE, description="bfloat16/float16/float32 or bf16/fp16/fp32/half/float")
-    M: list[Rows] = Field(default_factory=lambda: [4096, 16384, 65536], json_schema_extra=SHAPE_LIST, description=f"rows, 1..{MAX_M} (M·N at most {MAX_ELEMENTS})")
-    N: list[Cols] = Field(default_factory=lambda: [512, 1024, 2048, 4096, 8192, 16384], json_schema_extra=WIDTH_LIST, description=f"row length, 1..{MAX_N}")
-    random_widths: int = Field(default=0, ge=0, le=MAX_LIST - 1, description="add this many random widths (not "
-                               "multiples of 64) to N, drawn from `seed`")
-    seed: Optional[int] = Field(default=None, ge=0, le=2**31 - 1, description="seed of the random widths; omitted: "
-                                "a fresh one, recorded in the run's sweep")
+        default_factory=lambda: ["bfloat16"],
+        min_length=1,
+        max_length=MAX_LIST,
+        json_schema_extra=UNIQUE,
+        description="bfloat16/float16/float32 or bf16/fp16/fp32/half/float",
+    )
+    M: list[Rows] = Field(
+        default_factory=lambda: [4096, 16384, 65536],
+        json_schema_extra=SHAPE_LIST,
+        description=f"rows, 1..{MAX_M} (M·N at most {MAX_ELEMENTS})",
+    )
+    N: list[Cols] = Field(
+        default_factory=lambda: [512, 1024, 2048, 4096, 8192, 16384],
+        json_schema_extra=WIDTH_LIST,
+        description=f"row length, 1..{MAX_N}",
+    )
+    random_widths: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_LIST - 1,
+        description="add this many random widths (not multiples of 64) to N, drawn from `seed`",
+    )
+    seed: Optional[int] = Field(
+        default=None,
+        ge=0,
+        le=2**31 - 1,
+        description="seed of the random widths; omitted: a fresh one, recorded in the run's sweep",
+    )
     repetitions: int = Field(default=100, ge=1, le=10000)
     warmup: int = Field(default=10, ge=0, le=1000)
     device: str = Field(default="auto", max_length=16, description='"auto", "cpu", "cuda" or "cuda:<index>"')
@@ -128,13 +154,18 @@ class Sweep(AliasModel):
         default=False, description="on CPU, run Triton kernels under the Triton interpreter (interpreter timings)"
     )
     preset: Optional[str] = Field(
-        default=None, max_length=32,
+        default=None,
+        max_length=32,
         description="a named shape preset (GET /api/presets), e.g. \"models\": its M and N replace the defaults; "
-        "M/N given explicitly still win")
+        "M/N given explicitly still win",
+    )
     verify: bool = Field(default=True, description="check every case against the fp64 reference before timing it")
     profile: bool = Field(default=False, description="record each case's kernels (torch.profiler) with their times")
-    baseline: str = Field(default="torch-native", max_length=64,
-                          description="the implementation the summary's per-shape speedups are relative to")
+    baseline: str = Field(
+        default="torch-native",
+        max_length=64,
+        description="the implementation the summary's per-shape speedups are relative to",
+    )
 
     @field_validator("implementations")
     @classmethod
@@ -186,9 +217,7 @@ class Sweep(AliasModel):
             too_big = [(m, n) for m in ms for n in value if m * n > MAX_ELEMENTS]
             if too_big:
                 m, n = max(too_big, key=lambda mn: mn[0] * mn[1])
-                raise ValueError(
-                    f"M·N must be at most {MAX_ELEMENTS} elements per case; M={m} × N={n} = {m * n}"
-                )
+                raise ValueError(f"M·N must be at most {MAX_ELEMENTS} elements per case; M={m} × N={n} = {m * n}")
         return value
 
     @field_validator("preset")
@@ -308,27 +337,39 @@ class ResultRow(AliasModel):
     bytes: int = Field(ge=0, description="minimum bytes of the pass (engine.byte_model)")
     actual_bytes: Optional[int] = Field(default=None, ge=0, description="bytes incl. known extra traffic, where known")
     GBps: Optional[float] = Field(default=None, ge=0, description="bytes / median time, 1e9 bytes per second")
-    pct_of_ceiling: Optional[float] = Field(default=None, ge=0, description="GBps as a percentage (0–100) of the run's ceiling")
+    pct_of_ceiling: Optional[float] = Field(
+        default=None, ge=0, description="GBps as a percentage (0–100) of the run's ceiling"
+    )
     mode: Mode
     device: RowDevice
     launch: Optional[dict[str, Any]] = None
     device_mallocs: Optional[int] = Field(
-        default=None, ge=0, description="cudaMalloc calls made during the timed repetitions (CUDA events timing): "
-        "nonzero means some timed calls waited for an allocation; null: not counted (CPU, CUDA graphs, older files)")
+        default=None,
+        ge=0,
+        description="cudaMalloc calls made during the timed repetitions (CUDA events timing): "
+        "nonzero means some timed calls waited for an allocation; null: not counted (CPU, CUDA graphs, older files)",
+    )
     peak_bytes: Optional[int] = Field(
-        default=None, ge=0, description="bytes the pass itself allocates at its peak (outputs and temporaries, "
+        default=None,
+        ge=0,
+        description="bytes the pass itself allocates at its peak (outputs and temporaries, "
         "inputs not counted): the CUDA caching allocator's peak during one call after the timed ones, less what "
-        "was allocated as it began; null: not measured (peak_bytes_note says why: CPU, CUDA graphs, older files)")
+        "was allocated as it began; null: not measured (peak_bytes_note says why: CPU, CUDA graphs, older files)",
+    )
     started_at: float = Field(ge=0)
     ended_at: float = Field(ge=0)
     verified: Optional[bool] = Field(
-        default=None, description="true: matched the fp64 reference on this case's inputs; false: did not (status "
-        "wrong); null: not checked (older files, skipped/error rows, verify off)")
+        default=None,
+        description="true: matched the fp64 reference on this case's inputs; false: did not (status "
+        "wrong); null: not checked (older files, skipped/error rows, verify off)",
+    )
     max_rel_err: Optional[float] = Field(default=None, ge=0, description="largest relative error of y (dx, dγ) found")
     tolerance: Optional[float] = Field(default=None, ge=0, description="the relative error the check allowed")
     profile: Optional[dict[str, Any]] = Field(
-        default=None, description='kernel breakdown when the sweep asked for it: {"source": "cuda"|"cpu", '
-        '"kernels": [{"name", "median_us", "calls"}], "kernel_us", "busy_us", "host_us", "gap_us"}')
+        default=None,
+        description='kernel breakdown when the sweep asked for it: {"source": "cuda"|"cpu", '
+        '"kernels": [{"name", "median_us", "calls"}], "kernel_us", "busy_us", "host_us", "gap_us"}',
+    )
 
     def case(self) -> Case:
         return Case(impl=self.impl, pass_=self.pass_, dtype=self.dtype, M=self.M, N=self.N)
@@ -348,6 +389,6 @@ def format_validation_error(exc: ValidationError) -> str:
     for err in exc.errors(include_url=False):
         field = ".".join(str(p) for p in err.get("loc", ())) or "request"
         msg = err.get("msg", "invalid")
-        msg = msg[len("Value error, "):] if msg.startswith("Value error, ") else msg
+        msg = msg[len("Value error, ") :] if msg.startswith("Value error, ") else msg
         lines.append(f"{field}: {msg}")
     return "\n".join(lines)

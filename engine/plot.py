@@ -74,40 +74,85 @@ def figure_spec(run: RunFile) -> dict[str, Any]:
             x0 = ci * (width + gap_x)
             y1 = 1 - ri * (height + gap_y)
             layout[f"xaxis{suffix}"] = {
-                "domain": [x0, x0 + width], "anchor": f"y{suffix}", "type": "log",
-                "tickvals": all_n, "ticktext": [str(n) for n in all_n], "title": {"text": "N (row length)"},
+                "domain": [x0, x0 + width],
+                "anchor": f"y{suffix}",
+                "type": "log",
+                "tickvals": all_n,
+                "ticktext": [str(n) for n in all_n],
+                "title": {"text": "N (row length)"},
             }
-            panel_max = max([r.GBps for r in rows if r.dtype == dtype and r.pass_ == pass_] + [run.run.ceiling_GBps or 0, 1e-9])
-            layout[f"yaxis{suffix}"] = {"domain": [y1 - height, y1], "anchor": f"x{suffix}", "title": {"text": "GB/s"},
-                                        "range": [0, panel_max * 1.12]}
-            layout["annotations"].append({
-                "text": f"<b>{pass_} · {dtype}</b>", "x": x0 + width / 2, "y": y1, "xref": "paper", "yref": "paper",
-                "xanchor": "center", "yanchor": "bottom", "yshift": 6, "showarrow": False,
-            })
+            panel_max = max(
+                [r.GBps for r in rows if r.dtype == dtype and r.pass_ == pass_] + [run.run.ceiling_GBps or 0, 1e-9]
+            )
+            layout[f"yaxis{suffix}"] = {
+                "domain": [y1 - height, y1],
+                "anchor": f"x{suffix}",
+                "title": {"text": "GB/s"},
+                "range": [0, panel_max * 1.12],
+            }
+            layout["annotations"].append(
+                {
+                    "text": f"<b>{pass_} · {dtype}</b>",
+                    "x": x0 + width / 2,
+                    "y": y1,
+                    "xref": "paper",
+                    "yref": "paper",
+                    "xanchor": "center",
+                    "yanchor": "bottom",
+                    "yshift": 6,
+                    "showarrow": False,
+                }
+            )
             if run.run.ceiling_GBps:
-                layout["shapes"].append({
-                    "type": "line", "xref": f"x{suffix} domain", "yref": f"y{suffix}", "x0": 0, "x1": 1,
-                    "y0": run.run.ceiling_GBps, "y1": run.run.ceiling_GBps, "line": {"dash": "dash", "color": "#555", "width": 1},
-                })
-                layout["annotations"].append({
-                    "text": "copy ceiling", "x": 0.01, "y": run.run.ceiling_GBps, "xref": f"x{suffix} domain", "yref": f"y{suffix}",
-                    "xanchor": "left", "yanchor": "bottom", "showarrow": False, "font": {"size": 10, "color": "#555"},
-                })
+                layout["shapes"].append(
+                    {
+                        "type": "line",
+                        "xref": f"x{suffix} domain",
+                        "yref": f"y{suffix}",
+                        "x0": 0,
+                        "x1": 1,
+                        "y0": run.run.ceiling_GBps,
+                        "y1": run.run.ceiling_GBps,
+                        "line": {"dash": "dash", "color": "#555", "width": 1},
+                    }
+                )
+                layout["annotations"].append(
+                    {
+                        "text": "copy ceiling",
+                        "x": 0.01,
+                        "y": run.run.ceiling_GBps,
+                        "xref": f"x{suffix} domain",
+                        "yref": f"y{suffix}",
+                        "xanchor": "left",
+                        "yanchor": "bottom",
+                        "showarrow": False,
+                        "font": {"size": 10, "color": "#555"},
+                    }
+                )
             for ii, impl in enumerate(impls):
                 for mi, m in enumerate(ms):
-                    pts = sorted((r for r in rows if r.impl == impl and r.M == m and r.dtype == dtype and r.pass_ == pass_), key=lambda r: r.N)
+                    pts = sorted(
+                        (r for r in rows if r.impl == impl and r.M == m and r.dtype == dtype and r.pass_ == pass_),
+                        key=lambda r: r.N,
+                    )
                     if not pts:
                         continue
-                    data.append({
-                        "type": "scatter", "mode": "lines+markers", "name": f"{impl} · M={m}",
-                        "legendgroup": impl,
-                        "xaxis": f"x{suffix}", "yaxis": f"y{suffix}",
-                        "x": [r.N for r in pts], "y": [r.GBps for r in pts],
-                        "customdata": [[r.M, r.pct_of_ceiling, r.median_us] for r in pts],
-                        "hovertemplate": f"{html.escape(impl)}<br>M=%{{customdata[0]}} N=%{{x}}<br>%{{y:.0f}} GB/s"
-                                         "<br>%{customdata[1]:.1f}% of ceiling<br>median %{customdata[2]:.2f} µs<extra></extra>",
-                        "line": {"color": COLORS[ii % len(COLORS)], "dash": DASHES[mi % len(DASHES)]},
-                    })
+                    data.append(
+                        {
+                            "type": "scatter",
+                            "mode": "lines+markers",
+                            "name": f"{impl} · M={m}",
+                            "legendgroup": impl,
+                            "xaxis": f"x{suffix}",
+                            "yaxis": f"y{suffix}",
+                            "x": [r.N for r in pts],
+                            "y": [r.GBps for r in pts],
+                            "customdata": [[r.M, r.pct_of_ceiling, r.median_us] for r in pts],
+                            "hovertemplate": f"{html.escape(impl)}<br>M=%{{customdata[0]}} N=%{{x}}<br>%{{y:.0f}} GB/s"
+                            "<br>%{customdata[1]:.1f}% of ceiling<br>median %{customdata[2]:.2f} µs<extra></extra>",
+                            "line": {"color": COLORS[ii % len(COLORS)], "dash": DASHES[mi % len(DASHES)]},
+                        }
+                    )
     # one legend entry per (impl, M) across panels
     seen: set[str] = set()
     for trace in data:

@@ -90,5 +90,13 @@ def model_names(n: int) -> list[str]:
 
 def presets_document() -> list[dict[str, Any]]:
     """``GET /api/presets``: every preset with its shapes and, per N, the model names (keys as strings)."""
-    return [{"name": name, "description": p["description"], "M": list(p["M"]), "N": list(p["N"]),
-             "labels": {str(n): names for n, names in p["labels"].items()}} for name, p in PRESETS.items()]
+    return [
+        {
+            "name": name,
+            "description": p["description"],
+            "M": list(p["M"]),
+            "N": list(p["N"]),
+            "labels": {str(n): names for n, names in p["labels"].items()},
+        }
+        for name, p in PRESETS.items()
+    ]

@@ -72,11 +72,13 @@ def cpu_op_name(name: str) -> str:
     ``aten::mul`` kept as it is."""
     for prefix in AUTOGRAD_PREFIXES:
         while name.startswith(prefix):
-            name = name[len(prefix):]
+            name = name[len(prefix) :]
     return name
 
 
-def _one_call(workload, i: int, cuda: bool, spin_s: float = FIRST_SPIN_S) -> tuple[dict[str, list[float]], float, float, float]:
+def _one_call(
+    workload, i: int, cuda: bool, spin_s: float = FIRST_SPIN_S
+) -> tuple[dict[str, list[float]], float, float, float]:
     """Profile call ``i`` alone, the GPU spinning ``spin_s`` first: ({name: [durations_us]}, host_us, busy_us,
     gap_us)."""
     workload.before(i)  # outside the profiler: the backward's forwards are not part of the pass
@@ -130,14 +132,19 @@ def profile_workload(workload, device: torch.device, calls: int = PROFILE_CALLS)
     for name in names:
         totals = [sum(d.get(name, ())) for d in per_call]
         counts = [len(d.get(name, ())) for d in per_call]
-        kernels.append({"name": name, "median_us": statistics.median(totals),
-                        "calls": int(round(statistics.median(counts)))})
+        kernels.append(
+            {"name": name, "median_us": statistics.median(totals), "calls": int(round(statistics.median(counts)))}
+        )
     kernels.sort(key=lambda k: -k["median_us"])
     if len(kernels) > MAX_KERNELS:
-        rest = kernels[MAX_KERNELS - 1:]
-        kernels = kernels[: MAX_KERNELS - 1] + [{"name": f"(other: {len(rest)} names)",
-                                                 "median_us": sum(k["median_us"] for k in rest),
-                                                 "calls": sum(k["calls"] for k in rest)}]
+        rest = kernels[MAX_KERNELS - 1 :]
+        kernels = kernels[: MAX_KERNELS - 1] + [
+            {
+                "name": f"(other: {len(rest)} names)",
+                "median_us": sum(k["median_us"] for k in rest),
+                "calls": sum(k["calls"] for k in rest),
+            }
+        ]
     return {
         "source": "cuda" if cuda else "cpu",
         "kernels": kernels,
@@ -151,5 +158,12 @@ def profile_workload(workload, device: torch.device, calls: int = PROFILE_CALLS)
 
 def profile_error(exc: BaseException) -> Optional[dict[str, Any]]:
     """What a row says when profiling itself failed (the timing still stands)."""
-    return {"source": "error", "kernels": [], "kernel_us": None, "busy_us": None, "host_us": None, "gap_us": None,
-            "error": f"{type(exc).__name__}: {exc}"[:300]}
+    return {
+        "source": "error",
+        "kernels": [],
+        "kernel_us": None,
+        "busy_us": None,
+        "host_us": None,
+        "gap_us": None,
+        "error": f"{type(exc).__name__}: {exc}"[:300],
+    }

@@ -57,10 +57,12 @@ def summary_tables(header: RunHeader, rows: Iterable[ResultRow], speedup: Option
     tables = []
     for (pass_, dtype), shapes in groups.items():
         hosts = {i for by in shapes.values() for i, r in by.items() if _host(r) is not None and r.median_us}
-        note = f"; ×: speedup over {baseline}" if any(shape_key(pass_, dtype, m, n) in by_shape for m, n in shapes) else ""
+        note = (
+            f"; ×: speedup over {baseline}" if any(shape_key(pass_, dtype, m, n) in by_shape for m, n in shapes) else ""
+        )
         table = Table(
             title=f"{pass_} · {dtype} · {header.device.name} · GB/s (% of copy ceiling {ceiling}){note}; "
-                  f"{BEST} best per shape" + ("; GPU µs / host µs (! host slower: CPU-bound)" if hosts else ""),
+            f"{BEST} best per shape" + ("; GPU µs / host µs (! host slower: CPU-bound)" if hosts else ""),
             title_justify="left",
         )
         table.add_column("M×N", justify="right", no_wrap=True)
@@ -130,8 +132,10 @@ def print_summary(run: RunFile, console: Optional[Console] = None) -> None:
         console.print(line, soft_wrap=True)  # one line each: the terminal wraps it, a pipe or grep keeps it whole
     if s:
         note = "" if s.get("complete", True) else " (incomplete: cancelled)"
-        console.print(f"{s.get('rows', 0)} cases: {s.get('ok', 0)} ok, {s.get('wrong', 0)} wrong, "
-                      f"{s.get('skipped', 0)} skipped, {s.get('error', 0)} error{note}")
+        console.print(
+            f"{s.get('rows', 0)} cases: {s.get('ok', 0)} ok, {s.get('wrong', 0)} wrong, "
+            f"{s.get('skipped', 0)} skipped, {s.get('error', 0)} error{note}"
+        )
     for r in run.rows:
         if r.status == "wrong":
             console.print(f"[red]wrong[/red] {r.impl} {r.pass_} {r.dtype} {r.M}×{r.N}: {r.reason}")
@@ -152,19 +156,25 @@ def standings_lines(standings: Optional[dict], baseline: str) -> list[str]:
     baseline and over the best peer (the summary's ``standings``; the dashboard's summary line says the same)."""
     lines = []
     for pass_, by_impl in (standings or {}).items():
-        parts = [f"{impl} {s['won']}/{s['measured']} won, {ratio_text(s['vs_baseline'])} {baseline}, "
-                 f"{ratio_text(s['vs_best_peer'])} best peer"
-                 for impl, s in sorted(by_impl.items(), key=lambda kv: (-kv[1]["won"], kv[0]))]
-        lines.append(f"{PASS_WORDS.get(pass_, pass_)} (geomean GB/s ratios; best peer: the fastest other "
-                     f"implementation of each shape): " + "; ".join(parts))
+        parts = [
+            f"{impl} {s['won']}/{s['measured']} won, {ratio_text(s['vs_baseline'])} {baseline}, "
+            f"{ratio_text(s['vs_best_peer'])} best peer"
+            for impl, s in sorted(by_impl.items(), key=lambda kv: (-kv[1]["won"], kv[0]))
+        ]
+        lines.append(
+            f"{PASS_WORDS.get(pass_, pass_)} (geomean GB/s ratios; best peer: the fastest other "
+            f"implementation of each shape): " + "; ".join(parts)
+        )
     return lines
 
 
 def timing_note(rows) -> str:
     """What the times are, where they are not the default (CUDA events around eager launches)."""
     if any(getattr(r, "timing", None) == "cuda-graph" for r in rows):
-        return (" **Timing: CUDA-graph replays** (`--cuda-graph`: launch overhead left out, a separate mode, not"
-                " comparable with the event-timed tables).")
+        return (
+            " **Timing: CUDA-graph replays** (`--cuda-graph`: launch overhead left out, a separate mode, not"
+            " comparable with the event-timed tables)."
+        )
     return ""
 
 

@@ -56,8 +56,12 @@ def merge_rounds(rows: Sequence[ResultRow]) -> ResultRow:
     ordered = sorted(timed, key=lambda r: r.median_us)
     base = ordered[(len(ordered) - 1) // 2]
     wrong = next((r for r in timed if r.status == "wrong"), None)
-    extra = {"rounds": len(rows), "round_medians_us": [r.median_us for r in timed],
-             "started_at": min(r.started_at for r in rows), "ended_at": max(r.ended_at for r in rows)}
+    extra = {
+        "rounds": len(rows),
+        "round_medians_us": [r.median_us for r in timed],
+        "started_at": min(r.started_at for r in rows),
+        "ended_at": max(r.ended_at for r in rows),
+    }
     hosts = [host for host in (getattr(r, "host_us", None) for r in timed) if host is not None]
     if hosts:
         extra.update(host_us=statistics.median(hosts), round_host_us=hosts)

@@ -27,8 +27,14 @@ def finite(value: float) -> Optional[float]:
     return value if value == value and value not in (float("inf"), float("-inf")) else None
 
 
-def error_row(case: Case, reason: str, run_id: str, device: Union[RowDevice, Mapping[str, Any]], mode: str = "cpu",
-              started_at: Optional[float] = None) -> ResultRow:
+def error_row(
+    case: Case,
+    reason: str,
+    run_id: str,
+    device: Union[RowDevice, Mapping[str, Any]],
+    mode: str = "cpu",
+    started_at: Optional[float] = None,
+) -> ResultRow:
     """The ``error`` row of a case that no `DeviceBench` could measure (its process died or hung, no device
     could take it): no timings, the pass's minimum bytes, the reason as given (cut to the row's limit)."""
     try:
@@ -37,9 +43,22 @@ def error_row(case: Case, reason: str, run_id: str, device: Union[RowDevice, Map
         nbytes = 0
     now = time.time()
     text = reason if len(reason) <= MAX_ROW_REASON else reason[: MAX_ROW_REASON - 1] + "…"
-    return ResultRow.model_validate({
-        "run_id": run_id, "impl": case.impl, "pass": case.pass_, "dtype": case.dtype, "M": case.M, "N": case.N,
-        "status": "error", "reason": text, "repetitions": 0, "bytes": nbytes, "mode": mode,
-        "device": device.model_dump() if isinstance(device, RowDevice) else dict(device), "launch": None,
-        "started_at": now if started_at is None else started_at, "ended_at": now,
-    })
+    return ResultRow.model_validate(
+        {
+            "run_id": run_id,
+            "impl": case.impl,
+            "pass": case.pass_,
+            "dtype": case.dtype,
+            "M": case.M,
+            "N": case.N,
+            "status": "error",
+            "reason": text,
+            "repetitions": 0,
+            "bytes": nbytes,
+            "mode": mode,
+            "device": device.model_dump() if isinstance(device, RowDevice) else dict(device),
+            "launch": None,
+            "started_at": now if started_at is None else started_at,
+            "ended_at": now,
+        }
+    )

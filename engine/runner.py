@@ -213,8 +213,12 @@ class DeviceBench:
         self._free()  # after the except block, so the traceback no longer holds the case's tensors
         verdict = outcome.verdict
         if verdict is not None:
-            row.update(verified=verdict.verified, max_rel_err=_finite(verdict.max_rel_err), tolerance=verdict.tolerance,
-                       rows_checked=verdict.rows_checked)
+            row.update(
+                verified=verdict.verified,
+                max_rel_err=_finite(verdict.max_rel_err),
+                tolerance=verdict.tolerance,
+                rows_checked=verdict.rows_checked,
+            )
         if outcome.profile_error is not None:
             row["profile_error"] = outcome.profile_error
         if error is not None:
@@ -226,18 +230,38 @@ class DeviceBench:
         pct = 100.0 * gbps / ceiling.GBps if (gbps is not None and ceiling is not None and ceiling.GBps > 0) else None
         wrong = verdict is not None and not verdict.verified
         if stats.peak_bytes is None:
-            row["peak_bytes_note"] = (PEAK_NOT_ON_CPU if self.device.type != "cuda" else
-                                      "not measured with CUDA-graph timing (the graph's pool is allocated at capture)")
-        return finish("wrong" if wrong else "ok", verdict.reason if wrong else None, profile=outcome.profile,
-                      **dataclasses.asdict(stats), GBps=gbps, pct_of_ceiling=pct)
+            row["peak_bytes_note"] = (
+                PEAK_NOT_ON_CPU
+                if self.device.type != "cuda"
+                else "not measured with CUDA-graph timing (the graph's pool is allocated at capture)"
+            )
+        return finish(
+            "wrong" if wrong else "ok",
+            verdict.reason if wrong else None,
+            profile=outcome.profile,
+            **dataclasses.asdict(stats),
+            GBps=gbps,
+            pct_of_ceiling=pct,
+        )
 
     def _launch_sm_count(self, impl: Implementation) -> int:
         """The SM count the kernel itself plans its grid with: the device's, except for Triton under the CPU
         interpreter, where the kernels pretend to be on a GPU (``rmsnorm_kernels.triton_mode.INTERPRETER_SM_COUNT``)."""
         return self.info.sm_count if self.device.type == "cuda" or not impl.uses_triton else INTERPRETER_SM_COUNT
 
-    def _measure(self, impl: Implementation, case: Case, sets: int, flush_bytes: int, timing: str, repetitions: int,
-                 warmup: int, check: bool, profile: bool, outcome: "_Outcome") -> None:
+    def _measure(
+        self,
+        impl: Implementation,
+        case: Case,
+        sets: int,
+        flush_bytes: int,
+        timing: str,
+        repetitions: int,
+        warmup: int,
+        check: bool,
+        profile: bool,
+        outcome: "_Outcome",
+    ) -> None:
         with self._on_device():
             dtype = TORCH_DTYPES[case.dtype]
             seed = zlib.crc32(case.label().encode())
@@ -275,7 +299,8 @@ class DeviceBench:
         GPU, a sweep with a Triton implementation loads the native node first, so the header's ``native_node``
         says how the run's Triton calls go (it was null in every header before a case had loaded it)."""
         if self.device.type == "cuda" and any(
-                name in self.registry and self.registry.get(name).uses_triton for name in implementations):
+            name in self.registry and self.registry.get(name).uses_triton for name in implementations
+        ):
             native.ensure()
         ceiling = self.ceiling()
         request = {**sweep.model_dump(), "implementations": implementations}

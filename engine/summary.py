@@ -50,8 +50,9 @@ class NonFiniteResult(ValueError):
         super().__init__(message)
 
 
-def summarize(rows: Iterable[Row], complete: bool = True, baseline: str = DEFAULT_BASELINE,
-              strict: bool = False) -> dict[str, Any]:
+def summarize(
+    rows: Iterable[Row], complete: bool = True, baseline: str = DEFAULT_BASELINE, strict: bool = False
+) -> dict[str, Any]:
     counts = {"ok": 0, "skipped": 0, "error": 0, "wrong": 0}
     best: dict[str, dict[str, Any]] = {}
     measured: dict[str, dict[str, float]] = {}
@@ -75,9 +76,14 @@ def summarize(rows: Iterable[Row], complete: bool = True, baseline: str = DEFAUL
             }
     if strict:
         check_ratios(measured, source)
-    return {"rows": total, **counts, "complete": bool(complete), "best": best,
-            "speedup": {"baseline": baseline, "by_shape": speedups(measured, baseline)},
-            "standings": standings(measured, best, baseline)}
+    return {
+        "rows": total,
+        **counts,
+        "complete": bool(complete),
+        "best": best,
+        "speedup": {"baseline": baseline, "by_shape": speedups(measured, baseline)},
+        "standings": standings(measured, best, baseline),
+    }
 
 
 def check_ratios(measured: Mapping[str, Mapping[str, float]], source: Mapping[tuple[str, str], int]) -> None:
@@ -88,16 +94,25 @@ def check_ratios(measured: Mapping[str, Mapping[str, float]], source: Mapping[tu
         for impl, gbps in by_impl.items():
             if not math.isfinite(gbps / by_impl[low_impl]):
                 mine, low = source[key, impl], source[key, low_impl]
-                raise NonFiniteResult(mine, "GBps", (
-                    f"rows.{mine}.GBps: {gbps!r} GB/s over {low_impl}'s {by_impl[low_impl]!r} GB/s (rows.{low}) is "
-                    f"not a finite ratio; no two measurements are that far apart"))
+                raise NonFiniteResult(
+                    mine,
+                    "GBps",
+                    (
+                        f"rows.{mine}.GBps: {gbps!r} GB/s over {low_impl}'s {by_impl[low_impl]!r} GB/s (rows.{low}) is "
+                        f"not a finite ratio; no two measurements are that far apart"
+                    ),
+                )
 
 
 def speedups(measured: Mapping[str, Mapping[str, float]], baseline: str) -> dict[str, dict[str, float]]:
     """shape key → impl → GBps / the baseline's GBps, for the shapes the baseline was measured at (finite ratios)."""
-    return {key: {impl: gbps / by_impl[baseline] for impl, gbps in by_impl.items()
-                  if math.isfinite(gbps / by_impl[baseline])}
-            for key, by_impl in measured.items() if by_impl.get(baseline)}
+    return {
+        key: {
+            impl: gbps / by_impl[baseline] for impl, gbps in by_impl.items() if math.isfinite(gbps / by_impl[baseline])
+        }
+        for key, by_impl in measured.items()
+        if by_impl.get(baseline)
+    }
 
 
 def geomean(values: Iterable[float]) -> Optional[float]:
@@ -105,8 +120,9 @@ def geomean(values: Iterable[float]) -> Optional[float]:
     return math.exp(sum(logs) / len(logs)) if logs else None
 
 
-def standings(measured: Mapping[str, Mapping[str, float]], best: Mapping[str, Mapping[str, Any]],
-              baseline: str) -> dict[str, dict[str, dict[str, Any]]]:
+def standings(
+    measured: Mapping[str, Mapping[str, float]], best: Mapping[str, Mapping[str, Any]], baseline: str
+) -> dict[str, dict[str, dict[str, Any]]]:
     """pass → impl → shapes won / measured and the two geometric means (see the module's docstring)."""
     acc: dict[str, dict[str, dict[str, list]]] = {}
     for key, by_impl in measured.items():
@@ -121,8 +137,17 @@ def standings(measured: Mapping[str, Mapping[str, float]], best: Mapping[str, Ma
             peers = [g for other, g in by_impl.items() if other != impl]
             if peers:
                 a["peer"].append(gbps / max(peers))
-    return {pass_: {impl: {"won": len(a["won"]), "measured": len(a["n"]),
-                           "vs_baseline": geomean(a["base"]), "vs_baseline_shapes": len(a["base"]),
-                           "vs_best_peer": geomean(a["peer"]), "vs_best_peer_shapes": len(a["peer"])}
-                    for impl, a in sorted(by.items())}
-            for pass_, by in sorted(acc.items())}
+    return {
+        pass_: {
+            impl: {
+                "won": len(a["won"]),
+                "measured": len(a["n"]),
+                "vs_baseline": geomean(a["base"]),
+                "vs_baseline_shapes": len(a["base"]),
+                "vs_best_peer": geomean(a["peer"]),
+                "vs_best_peer_shapes": len(a["peer"]),
+            }
+            for impl, a in sorted(by.items())
+        }
+        for pass_, by in sorted(acc.items())
+    }

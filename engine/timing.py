@@ -92,8 +92,12 @@ def peak_pass_bytes(workload, i: int, device: torch.device) -> int:
     return max(0, torch.cuda.max_memory_allocated(device) - before)
 
 
-def stats_from_seconds(samples: Sequence[float], host_us: Optional[float] = None,
-                       mallocs: Optional[int] = None, peak_bytes: Optional[int] = None) -> Stats:
+def stats_from_seconds(
+    samples: Sequence[float],
+    host_us: Optional[float] = None,
+    mallocs: Optional[int] = None,
+    peak_bytes: Optional[int] = None,
+) -> Stats:
     if not samples:
         raise ValueError("no timing samples")
     values = sorted(float(s) * 1e6 for s in samples)
@@ -181,7 +185,9 @@ class ForwardWorkload:
         x = self.xs[0]
         y = self.out
         if not isinstance(y, torch.Tensor) or y.shape != x.shape or y.dtype != x.dtype or y.device != x.device:
-            raise RuntimeError(f"forward returned {_describe(y)}; expected a {x.dtype} tensor of shape {tuple(x.shape)} on {x.device}")
+            raise RuntimeError(
+                f"forward returned {_describe(y)}; expected a {x.dtype} tensor of shape {tuple(x.shape)} on {x.device}"
+            )
 
     def capture_calls(self) -> list:
         return [lambda k=k: self.fn(self.xs[k], self.weight, self.eps) for k in range(self.sets)]
@@ -210,7 +216,9 @@ class BackwardWorkload:
         with torch.enable_grad():
             y = self.fn(self.xs[k], self.weight, self.eps)
         if not isinstance(y, torch.Tensor) or y.grad_fn is None:
-            raise RuntimeError(f"forward returned {_describe(y)} without an autograd graph; the backward cannot be timed")
+            raise RuntimeError(
+                f"forward returned {_describe(y)} without an autograd graph; the backward cannot be timed"
+            )
         self.ys[k] = y
         self.forwards += 1
 
@@ -298,8 +306,7 @@ def measure(
             samples = [s.elapsed_time(e) * 1e-3 for s, e in zip(starts, ends)]
             mallocs = None if mallocs_before is None or mallocs_after is None else mallocs_after - mallocs_before
             peak = peak_pass_bytes(workload, start_index + repetitions, device)
-            return stats_from_seconds(samples, host_us=statistics.median(hosts) * 1e6, mallocs=mallocs,
-                                      peak_bytes=peak)
+            return stats_from_seconds(samples, host_us=statistics.median(hosts) * 1e6, mallocs=mallocs, peak_bytes=peak)
         else:
             samples = []
             for r in range(repetitions):

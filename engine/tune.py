@@ -43,8 +43,9 @@ last masked (1.4375, 1.875): every `kernel_config.layout_class` twice an octave,
 the same class within an octave of any N."""
 UNALIGNED_WIDTHS = (1001, 2999, 4999, 7001, 12001)
 """Rows that are not 16-byte aligned (scalar loads), their own class."""
-TUNE_WIDTHS = tuple(sorted({128, 16384, *UNALIGNED_WIDTHS,
-                            *(int((1 << a) * step) for a in range(8, 14) for step in LAYOUT_STEPS)}))
+TUNE_WIDTHS = tuple(
+    sorted({128, 16384, *UNALIGNED_WIDTHS, *(int((1 << a) * step) for a in range(8, 14) for step in LAYOUT_STEPS)})
+)
 """49 widths: the layout classes of every octave from 256 to 16 K, and the unaligned ones."""
 TUNE_M = (4096, 32768)
 """Two row counts, one on each side of the presets' 16384: the lookup takes the nearer one."""
@@ -82,8 +83,13 @@ def compile_and_check(job: tuple) -> tuple:
     """Pool worker: compile one (kind, N, config) by running it on fresh [CHECK_ROWS, N] inputs, and check it
     against the fp64 reference. Returns (job, None) or (job, the reason it is dropped)."""
     from rmsnorm_kernels.poison import poisoned_outputs
-    from rmsnorm_kernels.reference import (dx_scale, relative_error, rmsnorm_backward_reference, rmsnorm_reference,
-                                           tolerance_for)
+    from rmsnorm_kernels.reference import (
+        dx_scale,
+        relative_error,
+        rmsnorm_backward_reference,
+        rmsnorm_reference,
+        tolerance_for,
+    )
     from rmsnorm_kernels.triton_forward import rmsnorm_forward
 
     kind, n, config_dict, dtype_name, device = job
@@ -135,8 +141,11 @@ def _time_candidates(kind, m, n, dtype, configs, l2_bytes, device, seed) -> dict
     tensors = 2 if kind == "fwd" else 3
     set_bytes = tensors * m * n * torch.finfo(dtype).bits // 8
     sets = rotating_sets(set_bytes, l2_bytes, max_sets=4)
-    flush = torch.empty(2 * l2_bytes // 4 + 1, dtype=torch.int32, device=device) \
-        if needs_flush(sets, set_bytes, l2_bytes) else None
+    flush = (
+        torch.empty(2 * l2_bytes // 4 + 1, dtype=torch.int32, device=device)
+        if needs_flush(sets, set_bytes, l2_bytes)
+        else None
+    )
     xs, dys, w = _inputs(m, n, dtype, device, sets, seed)
     with torch.no_grad():
         rstds = [rmsnorm_forward(x, w, EPS)[2] for x in xs]
@@ -186,14 +195,28 @@ def _tune_point(kind, m, n, dtype: str, configs, l2_bytes, device, seed) -> dict
     best = min(times, key=times.get)
     nbytes = min_bytes("fwd" if kind == "fwd" else "bwd", m, n, dtype)
     rule_us = times.get(rule(kind, n))
-    return {"N": n, "M": m, "config": config_to_dict(best), "us": round(times[best], 3),
-            "GBps": round(nbytes / times[best] / 1e3, 1),
-            "rule_us": None if rule_us is None else round(rule_us, 3),
-            "rule_GBps": None if rule_us is None else round(nbytes / rule_us / 1e3, 1), "candidates": len(times)}
+    return {
+        "N": n,
+        "M": m,
+        "config": config_to_dict(best),
+        "us": round(times[best], 3),
+        "GBps": round(nbytes / times[best] / 1e3, 1),
+        "rule_us": None if rule_us is None else round(rule_us, 3),
+        "rule_GBps": None if rule_us is None else round(nbytes / rule_us / 1e3, 1),
+        "candidates": len(times),
+    }
 
 
-def tune(widths=TUNE_WIDTHS, ms=TUNE_M, kinds=KINDS, dtype: str = "bfloat16", workers: Optional[int] = None,
-         say: Callable[[str], None] = print, command: str = "rmsnorm-dash tune", device: str = "cuda") -> dict:
+def tune(
+    widths=TUNE_WIDTHS,
+    ms=TUNE_M,
+    kinds=KINDS,
+    dtype: str = "bfloat16",
+    workers: Optional[int] = None,
+    say: Callable[[str], None] = print,
+    command: str = "rmsnorm-dash tune",
+    device: str = "cuda",
+) -> dict:
     """Tune on the current CUDA device; returns the table document (`kernel_config.parse_table` reads it).
     ``device="cpu"`` runs the whole procedure under Triton's interpreter on tiny problems (the tests): its
     numbers mean nothing."""
@@ -203,11 +226,14 @@ def tune(widths=TUNE_WIDTHS, ms=TUNE_M, kinds=KINDS, dtype: str = "bfloat16", wo
 
     started = time.monotonic()
     device = torch.device("cpu") if device == "cpu" else torch.device("cuda", torch.cuda.current_device())
-    jobs = [(kind, n, config_to_dict(c), dtype, device.type) for kind in kinds for n in widths
-            for c in candidates(kind, n)]
+    jobs = [
+        (kind, n, config_to_dict(c), dtype, device.type) for kind in kinds for n in widths for c in candidates(kind, n)
+    ]
     workers = max(1, (os.cpu_count() or 2) - 1) if workers is None else workers
-    say(f"compiling and checking {len(jobs)} configurations ({len(kinds)} kinds × {len(widths)} widths) "
-        f"in {workers or 'this'} process{'es' if workers > 1 else ''}")
+    say(
+        f"compiling and checking {len(jobs)} configurations ({len(kinds)} kinds × {len(widths)} widths) "
+        f"in {workers or 'this'} process{'es' if workers > 1 else ''}"
+    )
     dropped = compile_all(jobs, workers, say)
     info = devices.describe(device)
     ceiling = measure_copy(device, nbytes=None if device.type == "cuda" else 1 << 20)
@@ -216,26 +242,40 @@ def tune(widths=TUNE_WIDTHS, ms=TUNE_M, kinds=KINDS, dtype: str = "bfloat16", wo
     try:
         for step, (kind, n, m) in enumerate(((k, n, m) for k in kinds for n in widths for m in ms), 1):
             label = f"  [{step}/{len(kinds) * len(widths) * len(ms)}] {kind} {m}x{n}"
-            configs = [c for c in candidates(kind, n)
-                       if (kind, n, json.dumps(config_to_dict(c), sort_keys=True)) not in dropped]
+            configs = [
+                c
+                for c in candidates(kind, n)
+                if (kind, n, json.dumps(config_to_dict(c), sort_keys=True)) not in dropped
+            ]
             if not configs:
                 say(f"{label}: every candidate dropped; the rule stays")
                 continue
             entry = _tune_point(kind, m, n, dtype, configs, info.l2_bytes, device, step)
             entries[kind].append(entry)
             rule_part = f", rule {entry['rule_GBps']:.0f}" if entry["rule_GBps"] else ""
-            say(f"{label}: {entry['GBps']:.0f} GB/s ({100 * entry['GBps'] / ceiling.GBps:.0f} %){rule_part} "
-                f"of {entry['candidates']}: {entry['config']}")
+            say(
+                f"{label}: {entry['GBps']:.0f} GB/s ({100 * entry['GBps'] / ceiling.GBps:.0f} %){rule_part} "
+                f"of {entry['candidates']}: {entry['config']}"
+            )
     except KeyboardInterrupt:  # a time limit: keep what was measured, marked incomplete
         complete = False
         say("interrupted: the table holds the entries measured so far")
     elapsed = time.monotonic() - started
     say(f"tuned in {elapsed:.0f} s")
     return {
-        "schema": 1, "arch": arch(device), "device": info.name, "sm_count": info.sm_count,
-        "capability": info.capability, "created_at": devices.utc_now_iso(), "versions": devices.versions(),
-        "git_commit": devices.git_commit(), "command": command, "dtype": dtype, "ceiling_GBps": round(ceiling.GBps, 1),
-        "grid": {"N": list(widths), "M": list(ms), "kinds": list(kinds)}, "seconds": round(elapsed, 1),
+        "schema": 1,
+        "arch": arch(device),
+        "device": info.name,
+        "sm_count": info.sm_count,
+        "capability": info.capability,
+        "created_at": devices.utc_now_iso(),
+        "versions": devices.versions(),
+        "git_commit": devices.git_commit(),
+        "command": command,
+        "dtype": dtype,
+        "ceiling_GBps": round(ceiling.GBps, 1),
+        "grid": {"N": list(widths), "M": list(ms), "kinds": list(kinds)},
+        "seconds": round(elapsed, 1),
         "complete": complete,
         "dropped": [{"kind": k, "N": n, "config": json.loads(c), "reason": r} for (k, n, c), r in dropped.items()],
         "entries": entries,
@@ -251,15 +291,27 @@ def write_table(document: dict, path: Optional[str] = None) -> Path:
     return target
 
 
-def warm(widths, ms=(16384,), kinds=KINDS, dtype: str = "bfloat16", workers: Optional[int] = None,
-         say: Callable[[str], None] = print) -> dict:
+def warm(
+    widths,
+    ms=(16384,),
+    kinds=KINDS,
+    dtype: str = "bfloat16",
+    workers: Optional[int] = None,
+    say: Callable[[str], None] = print,
+) -> dict:
     """Compile (and check) the configurations in force at ``widths`` × ``ms`` in parallel, so that a sweep that
     follows finds them in Triton's cache instead of compiling one width after another. Returns the dropped ones."""
     from rmsnorm_kernels.triton_mode import arch
 
     device = torch.device("cuda", torch.cuda.current_device())
-    jobs = list(dict.fromkeys((kind, n, _frozen(config_to_dict(kernel_config.config_for(kind, n, m, arch(device)))), dtype,
-                               "cuda") for kind in kinds for n in widths for m in ms))
+    jobs = list(
+        dict.fromkeys(
+            (kind, n, _frozen(config_to_dict(kernel_config.config_for(kind, n, m, arch(device)))), dtype, "cuda")
+            for kind in kinds
+            for n in widths
+            for m in ms
+        )
+    )
     workers = max(1, (os.cpu_count() or 2) - 1) if workers is None else workers
     say(f"warming {len(jobs)} configurations in {workers} processes")
     return compile_all([(k, n, dict(c), d, dev) for k, n, c, d, dev in jobs], workers, say)

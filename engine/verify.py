@@ -74,8 +74,8 @@ def _dw_reference(x: torch.Tensor, weight: torch.Tensor, dy: torch.Tensor, eps: 
     step = max(1, CHUNK_ELEMENTS // max(N, 1))
     total = torch.zeros(N, dtype=torch.float64, device=x.device)
     for start in range(0, M, step):
-        x64 = x[start:start + step].detach().to(torch.float64)
-        total += (dy[start:start + step].detach().to(torch.float64) * x64 * _rstd64(x64, eps)).sum(dim=0)
+        x64 = x[start : start + step].detach().to(torch.float64)
+        total += (dy[start : start + step].detach().to(torch.float64) * x64 * _rstd64(x64, eps)).sum(dim=0)
     return total
 
 
@@ -95,8 +95,9 @@ def _expect(value, like: torch.Tensor, what: str) -> torch.Tensor:
     return value
 
 
-def verify(fn: Callable, x: torch.Tensor, weight: torch.Tensor, dy: Optional[torch.Tensor], eps: float,
-           seed: int = 0) -> Verdict:
+def verify(
+    fn: Callable, x: torch.Tensor, weight: torch.Tensor, dy: Optional[torch.Tensor], eps: float, seed: int = 0
+) -> Verdict:
     """Run ``fn`` (forward, or forward + ``autograd.grad`` when ``dy`` is given) on ``x``, ``weight``
     (``dy``) and compare with the fp64 reference. Raises what ``fn`` raises (the engine makes it an error row).
     On CUDA the call is made until one is a replay and the last one is checked: ours record a launch plan on the
@@ -143,8 +144,10 @@ def verify(fn: Callable, x: torch.Tensor, weight: torch.Tensor, dy: Optional[tor
     reason = None
     if not ok:
         where = f" (row {row})" if row is not None else ""
-        reason = (f"wrong: {worst} relative error {err:.3g}{where} > tolerance {tol:.0e} against the fp64 reference "
-                  f"({len(rows)} of {M} rows checked)")
+        reason = (
+            f"wrong: {worst} relative error {err:.3g}{where} > tolerance {tol:.0e} against the fp64 reference "
+            f"({len(rows)} of {M} rows checked)"
+        )
     return Verdict(verified=ok, max_rel_err=err, tolerance=tol, rows_checked=len(rows), reason=reason)
 
 

@@ -29,9 +29,17 @@ class ChunkedRMSNorm(torch.autograd.Function):
         return dx.to(x.dtype), partials.sum(0).to(weight.dtype), None
 
 
-@register("torch-chunked", passes=("fwd", "bwd"), deterministic=True, family="workspace",
-          description="Example plugin: plain-PyTorch backward, dγ summed over fixed 64-row chunks",
-          launch=lambda M, N, sm_count: {"programs": -(-M // CHUNK), "rows_per_program": CHUNK,
-                                         "partial_rows": -(-M // CHUNK)})
+@register(
+    "torch-chunked",
+    passes=("fwd", "bwd"),
+    deterministic=True,
+    family="workspace",
+    description="Example plugin: plain-PyTorch backward, dγ summed over fixed 64-row chunks",
+    launch=lambda M, N, sm_count: {
+        "programs": -(-M // CHUNK),
+        "rows_per_program": CHUNK,
+        "partial_rows": -(-M // CHUNK),
+    },
+)
 def chunked_rmsnorm(x, weight, eps=1e-6):
     return ChunkedRMSNorm.apply(x, weight, eps)

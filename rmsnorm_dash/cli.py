@@ -67,7 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
 
     p = sub.add_parser("list", help="the implementations this process knows, and whether each can run here")
-    p.add_argument("--plugin", action="append", help="module or module:object that registers implementations (repeatable)")
+    p.add_argument(
+        "--plugin", action="append", help="module or module:object that registers implementations (repeatable)"
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(handler=cmd_list, subparser=p)
 
@@ -82,46 +84,80 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reps", type=int, help="timed repetitions per case (default 100; on CPU 20)")
     p.add_argument("--warmup", type=int, help="untimed warm-up repetitions (default 10)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:<index> (default: auto)")
-    p.add_argument("--interpreter", action="store_true", help="on CPU, run Triton kernels under Triton's interpreter (slow; labelled)")
-    p.add_argument("--cuda-graph", action="store_true", help="time CUDA-graph replays (small problems; labelled cuda-graph)")
+    p.add_argument(
+        "--interpreter",
+        action="store_true",
+        help="on CPU, run Triton kernels under Triton's interpreter (slow; labelled)",
+    )
+    p.add_argument(
+        "--cuda-graph", action="store_true", help="time CUDA-graph replays (small problems; labelled cuda-graph)"
+    )
     p.add_argument("--out", type=Path, help="result file (default on a GPU: results/<device-slug>-<date>.json)")
     p.add_argument("--plot", type=Path, help="also write a standalone plotly chart (HTML)")
-    p.add_argument("--plugin", action="append", help="module or module:object that registers implementations (repeatable)")
-    p.add_argument("--ceiling-bytes", type=int, help="copy-ceiling buffer size in bytes (default 2 GiB GPU / 1 GiB CPU)")
-    p.add_argument("--preset", help="a named shape preset (e.g. models: hidden sizes of real models); "
-                   "its M and N replace the defaults, --m/--n still win")
-    p.add_argument("--random-widths", type=int, metavar="K",
-                   help="add K random widths (not multiples of 64) to N, drawn from --seed (recorded in the run)")
+    p.add_argument(
+        "--plugin", action="append", help="module or module:object that registers implementations (repeatable)"
+    )
+    p.add_argument(
+        "--ceiling-bytes", type=int, help="copy-ceiling buffer size in bytes (default 2 GiB GPU / 1 GiB CPU)"
+    )
+    p.add_argument(
+        "--preset",
+        help="a named shape preset (e.g. models: hidden sizes of real models); "
+        "its M and N replace the defaults, --m/--n still win",
+    )
+    p.add_argument(
+        "--random-widths",
+        type=int,
+        metavar="K",
+        help="add K random widths (not multiples of 64) to N, drawn from --seed (recorded in the run)",
+    )
     p.add_argument("--seed", type=int, help="seed of --random-widths (default: a fresh one, recorded in the run)")
-    p.add_argument("--profile", action="store_true", help="record each case's kernels with their times (torch.profiler)")
+    p.add_argument(
+        "--profile", action="store_true", help="record each case's kernels with their times (torch.profiler)"
+    )
     p.add_argument("--no-verify", action="store_true", help="skip the per-case check against the fp64 reference")
     p.add_argument("--baseline", help="implementation the speedups are relative to (default torch-native)")
-    p.add_argument("--rounds", type=int, default=1,
-                   help="measure each shape's implementations this many times in turn (interleaved, 1-9); a row keeps "
-                   "its median round, every round's median listed (where noise decides who wins)")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="measure each shape's implementations this many times in turn (interleaved, 1-9); a row keeps "
+        "its median round, every round's median listed (where noise decides who wins)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(handler=cmd_bench, subparser=p)
 
     p = sub.add_parser("tune", help="tune the Triton kernels on this GPU over a grid of widths and write its table")
-    p.add_argument("--widths", type=_int_list, help="row widths to tune (default: 27 from 128 to 16384; see engine.tune)")
+    p.add_argument(
+        "--widths", type=_int_list, help="row widths to tune (default: 27 from 128 to 16384; see engine.tune)"
+    )
     p.add_argument("--m", type=_int_list, help="row counts to tune (default: 4096,32768)")
     p.add_argument("--kinds", type=_csv, help="fwd,persistent,workspace,atomic (default: all four)")
-    p.add_argument("--quick", action="store_true", help="9 widths instead of 27 (a first look, about a third of the time)")
+    p.add_argument(
+        "--quick", action="store_true", help="9 widths instead of 27 (a first look, about a third of the time)"
+    )
     p.add_argument("--dtype", default="bfloat16", help="dtype the kernels are timed in (default bfloat16)")
     p.add_argument("--workers", type=int, help="compile processes (default: CPU cores - 1)")
-    p.add_argument("--out", type=Path, help="table file (default: rmsnorm_kernels/configs/<arch>.json, read from the "
-                   "next start)")
-    p.add_argument("--warm", action="store_true", help="only compile the configurations in force at --widths × --m "
-                   "in parallel (fills Triton's cache before a sweep); no timing, no table")
+    p.add_argument(
+        "--out", type=Path, help="table file (default: rmsnorm_kernels/configs/<arch>.json, read from the next start)"
+    )
+    p.add_argument(
+        "--warm",
+        action="store_true",
+        help="only compile the configurations in force at --widths × --m "
+        "in parallel (fills Triton's cache before a sweep); no timing, no table",
+    )
     p.set_defaults(handler=cmd_tune, subparser=p)
 
     p = sub.add_parser("compare", help="NEW/BASE GB/s per shape and implementation of two result files")
     p.add_argument("base", type=Path, help="the base result file (JSON)")
     p.add_argument("new", type=Path, help="the new result file (JSON)")
-    p.add_argument("--fail-below", type=float, default=0.97,
-                   help="exit 1 when any ratio is below this (default 0.97)")
-    p.add_argument("--allow-mixed-timing", action="store_true",
-                   help="compare runs timed in different modes (events vs cuda-graph) anyway")
+    p.add_argument("--fail-below", type=float, default=0.97, help="exit 1 when any ratio is below this (default 0.97)")
+    p.add_argument(
+        "--allow-mixed-timing",
+        action="store_true",
+        help="compare runs timed in different modes (events vs cuda-graph) anyway",
+    )
     p.add_argument("--json", action="store_true", help="print the comparison as JSON (the /api/compare document)")
     p.set_defaults(handler=cmd_compare, subparser=p)
 
@@ -141,9 +177,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--data", type=Path, help="data directory (SQLite store)")
     p.add_argument("--devices", help="devices to give a worker, e.g. cuda:0,cuda:1 or cpu*3")
-    p.add_argument("--plugin", action="append", help="module or module:object that registers implementations (repeatable)")
-    p.add_argument("--ray", metavar="ADDRESS", help="run the sweeps on the GPUs of a Ray cluster, one actor per GPU "
-                   "('auto': the cluster this machine is part of; needs the fleet extra); RMSNORM_RAY_ADDRESS too")
+    p.add_argument(
+        "--plugin", action="append", help="module or module:object that registers implementations (repeatable)"
+    )
+    p.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="run the sweeps on the GPUs of a Ray cluster, one actor per GPU "
+        "('auto': the cluster this machine is part of; needs the fleet extra); RMSNORM_RAY_ADDRESS too",
+    )
     p.set_defaults(handler=cmd_serve, subparser=p)
     return parser
 
@@ -169,7 +211,9 @@ def cmd_list(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         text = e["description"] if e["available"] else f"[red]{e['reason']}[/red]"
         if e["source"] != "builtin":
             text += f" [dim]({e['source']})[/dim]"
-        table.add_row(e["name"], ",".join(e["passes"]), e["family"], "yes" if e["deterministic"] else "no", available, text)
+        table.add_row(
+            e["name"], ",".join(e["passes"]), e["family"], "yes" if e["deterministic"] else "no", available, text
+        )
     _wide_console().print(table)
     return 0
 
@@ -194,13 +238,36 @@ def cmd_bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     on_cpu = torch_device.type == "cpu"
     request: dict = {"device": args.device, "triton_interpreter": bool(args.interpreter)}
     # each option given becomes its field of the sweep (the same body POST /benchmark takes)
-    request.update({field: value for field, value in (
-        ("implementations", args.impl), ("passes", args.passes), ("dtypes", args.dtype), ("M", args.m),
-        ("N", args.n), ("repetitions", args.reps), ("warmup", args.warmup), ("preset", args.preset),
-        ("baseline", args.baseline), ("random_widths", args.random_widths), ("seed", args.seed)) if value is not None})
-    request.update({field: value for flag, field, value in (
-        (args.cuda_graph, "timing", "cuda-graph"), (args.profile, "profile", True), (args.no_verify, "verify", False))
-        if flag})
+    request.update(
+        {
+            field: value
+            for field, value in (
+                ("implementations", args.impl),
+                ("passes", args.passes),
+                ("dtypes", args.dtype),
+                ("M", args.m),
+                ("N", args.n),
+                ("repetitions", args.reps),
+                ("warmup", args.warmup),
+                ("preset", args.preset),
+                ("baseline", args.baseline),
+                ("random_widths", args.random_widths),
+                ("seed", args.seed),
+            )
+            if value is not None
+        }
+    )
+    request.update(
+        {
+            field: value
+            for flag, field, value in (
+                (args.cuda_graph, "timing", "cuda-graph"),
+                (args.profile, "profile", True),
+                (args.no_verify, "verify", False),
+            )
+            if flag
+        }
+    )
     if on_cpu:
         notes = []
         if args.m is None and args.preset is None:
@@ -213,8 +280,10 @@ def cmd_bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             request["repetitions"] = CPU_DEFAULT_REPS
             notes.append(f"{CPU_DEFAULT_REPS} repetitions")
         if notes:
-            console.print(f"[yellow]No GPU: using small CPU defaults ({', '.join(notes)}); pass --m/--n/--reps to change them. "
-                          "CPU numbers are not GPU performance.[/yellow]")
+            console.print(
+                f"[yellow]No GPU: using small CPU defaults ({', '.join(notes)}); pass --m/--n/--reps to change them. "
+                "CPU numbers are not GPU performance.[/yellow]"
+            )
     try:
         sweep = Sweep.model_validate(request, context={"registry": registry})
     except ValidationError as exc:
@@ -238,8 +307,10 @@ def cmd_bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     cases = plan(sweep, registry)
     total = len(cases)
     measured = interleave(cases, args.rounds)
-    console.print(f"{total} cases{f' × {args.rounds} interleaved rounds' if args.rounds > 1 else ''} on "
-                  f"{args.device if args.device != 'auto' else torch_device}; measuring the copy ceiling first …")
+    console.print(
+        f"{total} cases{f' × {args.rounds} interleaved rounds' if args.rounds > 1 else ''} on "
+        f"{args.device if args.device != 'auto' else torch_device}; measuring the copy ceiling first …"
+    )
     rows = []
     rounds_of: dict = {}  # case → its rows so far, while it has fewer than --rounds
     header = None
@@ -248,8 +319,14 @@ def cmd_bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if not args.quiet:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                            console=console, transient=False)
+        progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        )
 
     def run_file() -> RunFile:
         every = rows + [merge_rounds(r) for r in rounds_of.values()]  # cases cut short keep the rounds they had

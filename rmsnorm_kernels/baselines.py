@@ -48,8 +48,12 @@ def compiled_rmsnorm_math():
         import torch._functorch.config as functorch_config
 
         functorch_config.donated_buffer = False
-        for name, floor in (("recompile_limit", 256), ("cache_size_limit", 256), ("accumulated_recompile_limit", 4096),
-                            ("accumulated_cache_size_limit", 4096)):
+        for name, floor in (
+            ("recompile_limit", 256),
+            ("cache_size_limit", 256),
+            ("accumulated_recompile_limit", 4096),
+            ("accumulated_cache_size_limit", 4096),
+        ):
             if hasattr(dynamo_config, name):
                 setattr(dynamo_config, name, max(getattr(dynamo_config, name), floor))
         _COMPILED = torch.compile(rmsnorm_eager_math, dynamic=False)

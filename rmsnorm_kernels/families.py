@@ -75,16 +75,28 @@ class BackwardFamily:
             extra, note = partials_traffic(rows, N)
         else:
             extra = int(self.extra_bytes(grid, M, N))
-            note = (self.extra_bytes_note(grid, M, N) if self.extra_bytes_note is not None
-                    else "+ extra traffic declared by the implementation")
+            note = (
+                self.extra_bytes_note(grid, M, N)
+                if self.extra_bytes_note is not None
+                else "+ extra traffic declared by the implementation"
+            )
         scratch = rows * N * PARTIAL_BYTES if self.partial_bytes is None else int(self.partial_bytes(grid, M, N))
-        return {"family": self.name, "partial_rows": rows, "partial_bytes": scratch,
-                "extra_bytes": extra, "extra_bytes_note": note}
+        return {
+            "family": self.name,
+            "partial_rows": rows,
+            "partial_bytes": scratch,
+            "extra_bytes": extra,
+            "extra_bytes_note": note,
+        }
 
     def describe(self) -> dict:
         """JSON-ready: the family and its rules in words (the listing of ``/api/implementations``)."""
-        return {"name": self.name, "description": self.description, "partial_rows": self.partial_rows_text,
-                "extra_bytes": self.extra_bytes_text}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "partial_rows": self.partial_rows_text,
+            "extra_bytes": self.extra_bytes_text,
+        }
 
 
 def _is_family_name(name: str) -> bool:
@@ -95,8 +107,10 @@ def check_family_name(name: object) -> str:
     """A family given by name only (drawn by that name; no numbers of its own): ``baseline``, ``other`` or
     a lowercase name such as ``workspace``."""
     if not isinstance(name, str) or not name or not _is_family_name(name):
-        raise ValueError(f"family must be a BackwardFamily or a lowercase name ({', '.join(GENERIC_FAMILIES)}, "
-                         f"or a dγ strategy such as 'workspace'), got {name!r}")
+        raise ValueError(
+            f"family must be a BackwardFamily or a lowercase name ({', '.join(GENERIC_FAMILIES)}, "
+            f"or a dγ strategy such as 'workspace'), got {name!r}"
+        )
     return name
 
 
@@ -133,7 +147,9 @@ def extra_traffic(launch: Optional[dict], N: int) -> Optional[tuple[int, str]]:
     if not launch:
         return None
     if launch.get("extra_bytes") is not None:
-        return int(launch["extra_bytes"]), str(launch.get("extra_bytes_note") or "+ extra traffic declared by the implementation")
+        return int(launch["extra_bytes"]), str(
+            launch.get("extra_bytes_note") or "+ extra traffic declared by the implementation"
+        )
     if launch.get("partial_rows"):
         return partials_traffic(int(launch["partial_rows"]), N)
     return None

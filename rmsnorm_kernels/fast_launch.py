@@ -64,8 +64,9 @@ def launcher(compiled):
         return lambda g0, g1, g2, stream, *args: run(g0, g1, g2, stream, function, metadata, None, None, None, *args)
     cooperative = bool(getattr(run, "launch_cooperative_grid", False))
     pdl = bool(getattr(run, "launch_pdl", False))
-    return lambda g0, g1, g2, stream, *args: launch(g0, g1, g2, stream, function, cooperative, pdl, None, None,
-                                                    metadata, None, None, None, *args)
+    return lambda g0, g1, g2, stream, *args: launch(
+        g0, g1, g2, stream, function, cooperative, pdl, None, None, metadata, None, None, None, *args
+    )
 
 
 def _spec(a):

@@ -102,6 +102,7 @@ def config_to_dict(config) -> dict:
 
 # --- the rule -----------------------------------------------------------------------------------------------
 
+
 def floor_power_of_two(n: float) -> int:
     return 1 << max(0, int(math.floor(math.log2(max(1.0, n)))))
 
@@ -124,14 +125,22 @@ def rule_backward(kind: str, n: int, m: int = 16384) -> BackwardConfig:
     first = min(16, max(4, nearest_power_of_two(tile / 1024)))
     per_sm = 2 if tile <= 4096 else 1
     options = [(w, reload) for w in (first, first // 2, 2 * first, 4 * first) for reload in (False, True)]
-    fits = [(w, reload) for w, reload in options
-            if 4 <= w <= MAX_WARPS and live_values(tile, w, reload, vector) <= register_budget(n, w * per_sm)]
+    fits = [
+        (w, reload)
+        for w, reload in options
+        if 4 <= w <= MAX_WARPS and live_values(tile, w, reload, vector) <= register_budget(n, w * per_sm)
+    ]
     warps, reload = fits[0] if fits else (first if vector else min(MAX_WARPS, 4 * first), True)
     if p >= 32768:
         warps = MAX_WARPS
-    return BackwardConfig(rows=rows, num_warps=warps, programs_per_sm=per_sm,
-                          stages=1 if wide else 3, reload_weight=reload or wide,
-                          rows_per_program=workspace_rows_rule(rows, p) if kind == "workspace" else 0)
+    return BackwardConfig(
+        rows=rows,
+        num_warps=warps,
+        programs_per_sm=per_sm,
+        stages=1 if wide else 3,
+        reload_weight=reload or wide,
+        rows_per_program=workspace_rows_rule(rows, p) if kind == "workspace" else 0,
+    )
 
 
 def aligned(n: int) -> bool:
@@ -166,9 +175,10 @@ def register_budget(n: int, warps: int) -> int:
 
 def register_slack(config: "BackwardConfig", n: int) -> float:
     """`register_budget` less `live_values` of a backward configuration at width ``n`` (negative: ptxas spills)."""
-    p = (next_power_of_two(n) if config.padded else row_segments(n).padded)
+    p = next_power_of_two(n) if config.padded else row_segments(n).padded
     return register_budget(n, config.num_warps * config.programs_per_sm) - live_values(
-        config.rows * p, config.num_warps, config.reload_weight, aligned(n))
+        config.rows * p, config.num_warps, config.reload_weight, aligned(n)
+    )
 
 
 def workspace_rows_rule(rows: int, p: int) -> int:
@@ -193,6 +203,7 @@ def rule(kind: str, n: int, m: int = 16384):
 
 # --- what the tuner tries -------------------------------------------------------------------------------------
 
+
 def _around(value: int, low: int, high: int) -> list[int]:
     return sorted({v for v in (value // 2, value, value * 2) if low <= v <= high})
 
@@ -212,16 +223,27 @@ def backward_candidates(kind: str, n: int, m: int = 16384) -> list[BackwardConfi
             per_thread = tile / (32 * warps)
             if not 4 <= per_thread <= 64:
                 continue
-            for per_sm in ((1, 2) if kind == "persistent" and tile <= 8192 else (1,)):
+            for per_sm in (1, 2) if kind == "persistent" and tile <= 8192 else (1,):
                 wide = tile >= 16384
-                for reload in ((False, True) if wide else (False,)):
+                for reload in (False, True) if wide else (False,):
                     stages = 1 if wide else 3
-                    out.append(replace(base, rows=rows, num_warps=warps, programs_per_sm=per_sm, stages=stages,
-                                       reload_weight=reload,
-                                       rows_per_program=workspace_rows_rule(rows, p) if kind == "workspace" else 0))
+                    out.append(
+                        replace(
+                            base,
+                            rows=rows,
+                            num_warps=warps,
+                            programs_per_sm=per_sm,
+                            stages=stages,
+                            reload_weight=reload,
+                            rows_per_program=workspace_rows_rule(rows, p) if kind == "workspace" else 0,
+                        )
+                    )
     if kind == "workspace":
-        out += [replace(base, rows_per_program=r) for r in (base.rows_per_program // 2, base.rows_per_program * 2)
-                if r >= 4 * base.rows]
+        out += [
+            replace(base, rows_per_program=r)
+            for r in (base.rows_per_program // 2, base.rows_per_program * 2)
+            if r >= 4 * base.rows
+        ]
     if len(row_segments(n).widths) > 1:
         out.append(replace(base, padded=True))
     if base not in out:
@@ -258,6 +280,7 @@ def candidates(kind: str, n: int, m: int = 16384) -> list:
 
 # --- the tables -------------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class ConfigTable:
     """A tuned table: ``entries[kind]`` = ((N, M, config), …); ``meta`` its header (device, versions, date, grid)."""
@@ -288,9 +311,13 @@ class ConfigTable:
         return None
 
     def describe(self) -> dict:
-        return {"table": self.name, "arch": self.meta.get("arch"), "device": self.meta.get("device"),
-                "created_at": self.meta.get("created_at"), "widths": len({r[0] for rows in self.entries.values()
-                                                                          for r in rows})}
+        return {
+            "table": self.name,
+            "arch": self.meta.get("arch"),
+            "device": self.meta.get("device"),
+            "created_at": self.meta.get("created_at"),
+            "widths": len({r[0] for rows in self.entries.values() for r in rows}),
+        }
 
 
 def parse_table(document: dict, name: str) -> ConfigTable:
@@ -331,7 +358,7 @@ def table_for(arch: str) -> ConfigTable | None:
 
 
 def arch_of(capability: tuple[int, int] | None) -> str:
-    """"sm90" for compute capability (9, 0); `DEFAULT_ARCH` when there is none (CPU, interpreter)."""
+    """ "sm90" for compute capability (9, 0); `DEFAULT_ARCH` when there is none (CPU, interpreter)."""
     return f"sm{capability[0]}{capability[1]}" if capability else DEFAULT_ARCH
 
 
@@ -347,5 +374,4 @@ def describe(arch: str = DEFAULT_ARCH) -> dict:
     table = table_for(arch)
     if table is None:
         return {"table": None, "arch": arch, "source": "rule"}
-    return {**table.describe(), "arch": arch, "source": "table",
-            "override": bool(os.environ.get(TABLE_ENV))}
+    return {**table.describe(), "arch": arch, "source": "table", "override": bool(os.environ.get(TABLE_ENV))}

@@ -93,8 +93,9 @@ class Plan:
         self.device = device
         self.index = device.index
         kept = {s for s in returned if s is not None}
-        self.outputs = tuple((shape, dtype, _kind(zero, n_inputs + j in kept))
-                             for j, (shape, dtype, zero) in enumerate(rec.outputs))
+        self.outputs = tuple(
+            (shape, dtype, _kind(zero, n_inputs + j in kept)) for j, (shape, dtype, zero) in enumerate(rec.outputs)
+        )
         launches = []
         for compiled, grid, template, tail in rec.launches:
             g = tuple(grid) + (1, 1)
@@ -108,8 +109,11 @@ class Plan:
         stream = torch._C._cuda_getCurrentRawStream(self.index)
         if poison._depth or _capturing():
             for shape, dtype, kind in self.outputs:
-                values.append(torch.zeros(shape, dtype=dtype, device=device) if kind in (ZEROS, ZERO_SCRATCH)
-                              else poison.new_output(shape, dtype, device))
+                values.append(
+                    torch.zeros(shape, dtype=dtype, device=device)
+                    if kind in (ZEROS, ZERO_SCRATCH)
+                    else poison.new_output(shape, dtype, device)
+                )
         else:
             for j, (shape, dtype, kind) in enumerate(self.outputs):
                 if kind == EMPTY:
@@ -118,8 +122,11 @@ class Plan:
                     values.append(torch.zeros(shape, dtype=dtype, device=device))
                 else:
                     # the kind is in the key: a buffer that must start zero is never one another plan scribbled on
-                    values.append(_scratch((stream, self.index, j, shape, dtype, kind), shape, dtype, device,
-                                           kind == ZERO_SCRATCH))
+                    values.append(
+                        _scratch(
+                            (stream, self.index, j, shape, dtype, kind), shape, dtype, device, kind == ZERO_SCRATCH
+                        )
+                    )
         for _, run, g0, g1, g2, args, slots, tail in self.launches:
             args = args.copy()
             for i, slot in slots:

@@ -16,8 +16,17 @@ from rmsnorm_kernels.registry import REGISTRY, load_all
 
 
 class RMSNorm(nn.Module):
-    def __init__(self, hidden: int, eps: float = 1e-6, impl: str = "triton-persistent", *, offset: float = 0.0,
-                 promote_output: bool = False, device=None, dtype=None):
+    def __init__(
+        self,
+        hidden: int,
+        eps: float = 1e-6,
+        impl: str = "triton-persistent",
+        *,
+        offset: float = 0.0,
+        promote_output: bool = False,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         load_all()
         implementation = REGISTRY.get(impl)  # KeyError naming the registered ones

@@ -39,8 +39,12 @@ from rmsnorm_kernels.validation import SUPPORTED_DTYPES, validate_rmsnorm_inputs
 
 NAMESPACE = "rmsnorm_dashboard"
 STRATEGIES = ("atomic", "workspace", "persistent")
-IMPL_BACKWARD = {"triton": "persistent", "triton-persistent": "persistent", "triton-workspace": "workspace",
-                 "triton-atomic": "atomic"}
+IMPL_BACKWARD = {
+    "triton": "persistent",
+    "triton-persistent": "persistent",
+    "triton-workspace": "workspace",
+    "triton-atomic": "atomic",
+}
 """Registry implementation name → the dγ strategy of its backward."""
 
 _INTERPRETING = interpreting()  # asked once here: a functools.lru_cache call is a Dynamo warning in traced code
@@ -67,8 +71,12 @@ def kernel_weight(weight: Tensor, offset: float) -> Tensor:
 
 
 def kernels_can_take(x: Tensor, weight: Tensor) -> bool:
-    return (x.dtype in SUPPORTED_DTYPES and weight.dtype in SUPPORTED_DTYPES
-            and (x.is_cuda or _INTERPRETING) and x.shape[-1] <= MAX_N)
+    return (
+        x.dtype in SUPPORTED_DTYPES
+        and weight.dtype in SUPPORTED_DTYPES
+        and (x.is_cuda or _INTERPRETING)
+        and x.shape[-1] <= MAX_N
+    )
 
 
 def reference_rms_norm(x: Tensor, weight: Tensor, eps: float, offset: float = 0.0) -> Tensor:
@@ -135,14 +143,26 @@ rms_norm_op.register_autograd(_autograd_backward, setup_context=_setup_context)
 
 
 # ------------------------------------------------------------------------------------ the entry point
-def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-6, offset: float = 0.0, backward: str = "persistent",
-             *, fallback: bool = False) -> Tensor:
+def rms_norm(
+    x: Tensor,
+    weight: Tensor,
+    eps: float = 1e-6,
+    offset: float = 0.0,
+    backward: str = "persistent",
+    *,
+    fallback: bool = False,
+) -> Tensor:
     """RMSNorm of ``x`` ([..., N]) with γ = ``weight + offset``; trains through the ``backward`` dγ strategy.
     ``fallback``: floating inputs the kernels cannot take get `reference_rms_norm` (the drop-in module's
     choice) instead of the validation's clear TypeError / ValueError (the registry's: a benchmark must never
     time a fallback)."""
     if _OPS_IN_EAGER or torch.compiler.is_compiling():
-        if fallback and x.dtype.is_floating_point and weight.dtype.is_floating_point and not kernels_can_take(x, weight):
+        if (
+            fallback
+            and x.dtype.is_floating_point
+            and weight.dtype.is_floating_point
+            and not kernels_can_take(x, weight)
+        ):
             return reference_rms_norm(x, weight, eps, offset)
         return rms_norm_op(x, weight, eps, offset, backward)[0]
     mod = native.STATE["module"]

@@ -94,13 +94,17 @@ def _probe(module, eps: float):
         xc = x.to(compute)
         normed = xc * torch.rsqrt(xc.pow(2).mean(-1, keepdim=True) + eps)
         scale = normed.abs().max() * (weight.to(compute).abs().max() + 1)
-        errors = {off: ((out.to(compute) - normed * (weight.to(compute) + off)).abs().max() / scale).item()
-                  for off in (0.0, 1.0)}
+        errors = {
+            off: ((out.to(compute) - normed * (weight.to(compute) + off)).abs().max() / scale).item()
+            for off in (0.0, 1.0)
+        }
         offset = min(errors, key=errors.get)
         tolerance = PROBE_TOLERANCE.get(weight.dtype, 4e-2)
         if not errors[offset] <= tolerance:
-            return None, (f"its output matches neither x·rstd·γ nor x·rstd·(1 + γ) (relative error "
-                          f"{min(errors.values()):.2g} > {tolerance:g})")
+            return None, (
+                f"its output matches neither x·rstd·γ nor x·rstd·(1 + γ) (relative error "
+                f"{min(errors.values()):.2g} > {tolerance:g})"
+            )
         other = torch.float16 if weight.dtype == torch.bfloat16 else torch.bfloat16
         out_other = forward(module, x.to(other))
     return (offset, out_other.dtype != other), None
@@ -127,8 +131,15 @@ def patch_rmsnorm(model: nn.Module, impl: str = "triton-persistent") -> PatchRes
             log.warning("patch_rmsnorm: left %s alone: %s", label, problem)
             continue
         weight = module.weight
-        new = RMSNorm(weight.shape[0], eps=eps, impl=impl, offset=offset, promote_output=promote,
-                      device=weight.device, dtype=weight.dtype)
+        new = RMSNorm(
+            weight.shape[0],
+            eps=eps,
+            impl=impl,
+            offset=offset,
+            promote_output=promote,
+            device=weight.device,
+            dtype=weight.dtype,
+        )
         new.weight = weight  # the same Parameter object
         new.train(module.training)
         if name:

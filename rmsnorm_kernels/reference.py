@@ -33,8 +33,9 @@ def rmsnorm_backward_reference(
     return dx, dw
 
 
-def relative_error(actual: torch.Tensor, expected: torch.Tensor, scale: float | None = None, *,
-                   on_host: bool = True) -> float:
+def relative_error(
+    actual: torch.Tensor, expected: torch.Tensor, scale: float | None = None, *, on_host: bool = True
+) -> float:
     """‖actual − expected‖ / max(‖expected‖, scale) in float64 (NaN or Inf anywhere gives ``inf``: it never
     passes). ``scale`` is the size of the terms a result is the difference of (see `dx_scale`): where they
     nearly cancel, rounding is judged against them, not against the tiny difference. ``on_host=False`` keeps the

@@ -93,7 +93,9 @@ class Implementation:
             raise TypeError(f"implementation {self.name!r}: fn must be callable, got {type(self.fn).__name__}")
         bad = [p for p in self.passes if p not in PASSES]
         if bad or not self.passes:
-            raise ValueError(f"implementation {self.name!r}: passes must be a non-empty subset of {PASSES}, got {self.passes!r}")
+            raise ValueError(
+                f"implementation {self.name!r}: passes must be a non-empty subset of {PASSES}, got {self.passes!r}"
+            )
         if isinstance(self.family, BackwardFamily):
             object.__setattr__(self, "dgamma", self.family)
             object.__setattr__(self, "family", self.family.name)
@@ -103,11 +105,14 @@ class Implementation:
             raise ValueError(f"implementation {self.name!r}: {exc}") from None
         if self.dgamma is not None:
             if self.dgamma.name != self.family:
-                raise ValueError(f"implementation {self.name!r}: family {self.family!r} is not its dγ family "
-                                 f"{self.dgamma.name!r}")
+                raise ValueError(
+                    f"implementation {self.name!r}: family {self.family!r} is not its dγ family {self.dgamma.name!r}"
+                )
             if self.launch is None:
-                raise ValueError(f"implementation {self.name!r}: a BackwardFamily needs the launch grid its "
-                                 "numbers are computed from (launch=...)")
+                raise ValueError(
+                    f"implementation {self.name!r}: a BackwardFamily needs the launch grid its "
+                    "numbers are computed from (launch=...)"
+                )
             object.__setattr__(self, "launch", FamilyLaunch(self.launch, self.dgamma))
         if self.fused is None:
             object.__setattr__(self, "fused", self.launch is not None)
@@ -118,7 +123,9 @@ class Implementation:
             try:
                 importlib.import_module(module)
             except Exception as exc:  # ImportError, but also broken installs raising anything
-                return f"needs the Python module '{module}', which cannot be imported here ({type(exc).__name__}: {exc})"
+                return (
+                    f"needs the Python module '{module}', which cannot be imported here ({type(exc).__name__}: {exc})"
+                )
         if self.available_when is not None:
             try:
                 return self.available_when()
@@ -264,7 +271,11 @@ def _adopt(obj: Any, source: str, registry: Registry) -> list[Implementation]:
         # a plugin's @register ran on import and labelled it "builtin": name where it really came from
         if impl.source == "builtin" and source != "builtin":
             impl = _with_source(impl, source)
-        if impl.name not in registry or registry.get(impl.name) != impl or registry.get(impl.name).source != impl.source:
+        if (
+            impl.name not in registry
+            or registry.get(impl.name) != impl
+            or registry.get(impl.name).source != impl.source
+        ):
             registry.add(impl, replace=True)
     return found
 
@@ -298,9 +309,7 @@ def load_path(path: str, registry: Registry | None = None) -> list[str]:
         adopted = _adopt(obj, f"path:{path}", registry)
         if not adopted and set(registry.names()) == before:
             raise TypeError(f"{path!r} is neither an Implementation nor a @register-ed function")
-    return [n for n in registry.names() if n not in before] or [
-        i.name for i in registry if i.source == f"path:{path}"
-    ]
+    return [n for n in registry.names() if n not in before] or [i.name for i in registry if i.source == f"path:{path}"]
 
 
 def load_entry_points(registry: Registry | None = None, entry_points: Iterable[Any] | None = None) -> list[str]:

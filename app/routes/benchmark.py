@@ -41,8 +41,9 @@ STREAM_DOC = (
 
 
 def _validation_error(field: str, message: str, value=None) -> HTTPException:
-    return HTTPException(status_code=422, detail=[{"type": "value_error", "loc": ["body", field], "msg": message,
-                                                  "input": value}])
+    return HTTPException(
+        status_code=422, detail=[{"type": "value_error", "loc": ["body", field], "msg": message, "input": value}]
+    )
 
 
 def heartbeat(job: Job) -> dict:
@@ -50,8 +51,14 @@ def heartbeat(job: Job) -> dict:
     being measured: ``running``), with the rows measured so far."""
     import time
 
-    return {"type": "heartbeat", "run_id": job.run_id, "at": round(time.time(), 3), "running": bool(job.active),
-            "rows": len(job.rows), "planned": len(job.cases)}
+    return {
+        "type": "heartbeat",
+        "run_id": job.run_id,
+        "at": round(time.time(), 3),
+        "running": bool(job.active),
+        "rows": len(job.rows),
+        "planned": len(job.cases),
+    }
 
 
 def _plan(body: BenchmarkRequest) -> tuple[Sweep, list[Case]]:
@@ -70,8 +77,10 @@ def _plan(body: BenchmarkRequest) -> tuple[Sweep, list[Case]]:
     responses={
         200: {"description": STREAM_DOC, "content": {MEDIA_TYPE: {"schema": QueuedLine.model_json_schema()}}},
         401: {"model": ErrorBody, "description": "API token missing (server bound to a non-loopback address)"},
-        403: {"model": ErrorBody, "description": "wrong API token, writes refused on this bind, or sent by a page of "
-                                                 "another origin"},
+        403: {
+            "model": ErrorBody,
+            "description": "wrong API token, writes refused on this bind, or sent by a page of another origin",
+        },
         413: {"model": ErrorBody, "description": "body larger than RMSNORM_MAX_BODY_BYTES (1 MiB by default)"},
         415: {"model": ErrorBody, "description": "the body is not declared 'Content-Type: application/json'"},
         422: {"model": ErrorBody, "description": "not a valid sweep (strict types, finite numbers): fields named"},
@@ -89,8 +98,9 @@ async def benchmark(
     body: BenchmarkRequest = await read_model(request, BenchmarkRequest)
     sweep, cases = _plan(body)
     if not cases:
-        raise _validation_error("implementations", "the sweep has no case to run (no implementation available here)",
-                                body.implementations)
+        raise _validation_error(
+            "implementations", "the sweep has no case to run (no implementation available here)", body.implementations
+        )
     loop = asyncio.get_running_loop()
     lines: asyncio.Queue[dict] = asyncio.Queue()
 

@@ -22,8 +22,13 @@ def _run(service: Service, run_id: str, which: str) -> dict:
     return document
 
 
-@router.get("/api/compare", responses={404: {"model": ErrorBody, "description": "a run id is not stored"},
-                                       409: {"model": ErrorBody, "description": "the runs use different timing modes"}})
+@router.get(
+    "/api/compare",
+    responses={
+        404: {"model": ErrorBody, "description": "a run id is not stored"},
+        409: {"model": ErrorBody, "description": "the runs use different timing modes"},
+    },
+)
 def compare(
     base: str = Query(..., min_length=1, max_length=200, description="the base run's id"),
     new: str = Query(..., min_length=1, max_length=200, description="the new run's id"),
@@ -42,12 +47,25 @@ def compare(
 
 @router.get("/api/trends", responses={404: {"model": ErrorBody, "description": "no stored run of that device"}})
 def get_trends(
-    device: Optional[str] = Query(None, min_length=1, max_length=200,
-                                  description="a device name as /api/runs lists it; default: the newest GPU run's"),
-    timing: Optional[str] = Query(None, min_length=1, max_length=40, description='"events", "cuda-graph" or '
-                                  '"perf_counter"; default: the timing mode of that device\'s newest run'),
-    fail_below: float = Query(DEFAULT_FAIL_BELOW, gt=0, le=10, description="flag a step whose geomean NEW/BASE "
-                              "ratio is under this (the threshold of `rmsnorm-dash compare --fail-below`)"),
+    device: Optional[str] = Query(
+        None,
+        min_length=1,
+        max_length=200,
+        description="a device name as /api/runs lists it; default: the newest GPU run's",
+    ),
+    timing: Optional[str] = Query(
+        None,
+        min_length=1,
+        max_length=40,
+        description='"events", "cuda-graph" or "perf_counter"; default: the timing mode of that device\'s newest run',
+    ),
+    fail_below: float = Query(
+        DEFAULT_FAIL_BELOW,
+        gt=0,
+        le=10,
+        description="flag a step whose geomean NEW/BASE "
+        "ratio is under this (the threshold of `rmsnorm-dash compare --fail-below`)",
+    ),
     service: Service = Depends(get_service),
 ) -> dict[str, Any]:
     """``{"device", "timing", "devices", "timings", "fail_below", "runs": [{"run_id", "created_at", "git_commit",
@@ -71,5 +89,10 @@ def get_trends(
     chosen = [d for d in docs if timing_mode(d) == timing]
     if not chosen:
         raise HTTPException(status_code=404, detail=f"timing: no {timing!r} run of {device!r} (its modes: {modes})")
-    return {"device": device, "timing": timing, "devices": devices, "timings": modes,
-            **trends(chosen, fail_below=fail_below)}
+    return {
+        "device": device,
+        "timing": timing,
+        "devices": devices,
+        "timings": modes,
+        **trends(chosen, fail_below=fail_below),
+    }

@@ -44,10 +44,16 @@ def self_check_state(settings: Settings, devices: list[dict]) -> dict | None:
     return {"ok": True, "detail": "; ".join(f"{d['label']}: {r['detail']}" for d, r in zip(devices, results))}
 
 
-@router.get("/api/health", response_model=Health, responses={
-    503: {"model": Health, "description": "RMSNORM_SELF_CHECK=gpu and a worker's GPU self-check failed"}})
-def health(service: Service = Depends(get_service), settings: Settings = Depends(get_settings),
-           exposed: bool = Depends(request_exposed)):
+@router.get(
+    "/api/health",
+    response_model=Health,
+    responses={503: {"model": Health, "description": "RMSNORM_SELF_CHECK=gpu and a worker's GPU self-check failed"}},
+)
+def health(
+    service: Service = Depends(get_service),
+    settings: Settings = Depends(get_settings),
+    exposed: bool = Depends(request_exposed),
+):
     devices = service.scheduler.status()
     gpus = [d for d in devices if d["label"].startswith("cuda:")]
     cpu_only = not gpus
@@ -62,8 +68,10 @@ def health(service: Service = Depends(get_service), settings: Settings = Depends
     fleet = service.fleet.status(devices) if service.fleet is not None else None
     if fleet is not None:
         hosts = sorted({node["host"] for node in fleet["nodes"]})
-        message = (f"Ray fleet: {len(gpus)} GPU(s) on {len(fleet['nodes'])} node(s) ({', '.join(hosts)}), "
-                   f"{fleet['ready']} ready; one job at a time per GPU")
+        message = (
+            f"Ray fleet: {len(gpus)} GPU(s) on {len(fleet['nodes'])} node(s) ({', '.join(hosts)}), "
+            f"{fleet['ready']} ready; one job at a time per GPU"
+        )
     checked = self_check_state(settings, devices)
     document = Health(
         version=package_version(),

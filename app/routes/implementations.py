@@ -23,8 +23,9 @@ def implementations() -> list[dict[str, Any]]:
 def launch(
     M: int = Query(..., ge=1, le=MAX_M, description="rows"),
     N: int = Query(..., ge=1, le=MAX_N, description="row length"),
-    sm_count: Optional[int] = Query(None, ge=1, le=100_000,
-                                    description=f"SMs; default: the first GPU's, else {DEFAULT_SM_COUNT}"),
+    sm_count: Optional[int] = Query(
+        None, ge=1, le=100_000, description=f"SMs; default: the first GPU's, else {DEFAULT_SM_COUNT}"
+    ),
     service: Service = Depends(get_service),
 ) -> dict[str, Optional[dict[str, Any]]]:
     """``{implementation: launch grid or null}``: the grid each kernel would launch for an [M, N] input."""

@@ -36,7 +36,9 @@ def page_modules(static_dir: Path) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*.js")) if root.is_dir() else []
 
 
-_INJECTED_STYLE = re.compile(r'if\(!document\.getElementById\("([\w-]{8,128})"\)\)\{var \w+=document\.createElement\("style"\)')
+_INJECTED_STYLE = re.compile(
+    r'if\(!document\.getElementById\("([\w-]{8,128})"\)\)\{var \w+=document\.createElement\("style"\)'
+)
 
 
 @lru_cache(maxsize=4)
@@ -55,6 +57,12 @@ def plotly_style_ids(static_dir: Path) -> tuple[str, ...]:
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
 def index(request: Request, settings: Settings = Depends(get_settings)) -> HTMLResponse:
     """The dashboard: run panel, charts, history and the loading dock."""
-    return templates_in(Path(settings.templates_dir)).TemplateResponse(request, "index.html", {
-        "version": package_version(), "modules": page_modules(settings.static_dir),
-        "plotly_style_ids": plotly_style_ids(Path(settings.static_dir))})
+    return templates_in(Path(settings.templates_dir)).TemplateResponse(
+        request,
+        "index.html",
+        {
+            "version": package_version(),
+            "modules": page_modules(settings.static_dir),
+            "plotly_style_ids": plotly_style_ids(Path(settings.static_dir)),
+        },
+    )

@@ -39,10 +39,13 @@ NAIVE_CHAIN = BackwardFamily(
     extra_bytes_note=lambda grid, M, N: (
         f"+ the M×N dγ contributions written and read back (2·M·N·{CONTRIBUTION_BYTES}) and "
         f"{kernels.NAIVE_PARTIAL_ROWS} fp32 partial rows written and read (2·{kernels.NAIVE_PARTIAL_ROWS}·N·4): "
-        "five passes over M×N in all"),
+        "five passes over M×N in all"
+    ),
     partial_rows_text=f"{kernels.NAIVE_PARTIAL_ROWS} fp32 rows, after the column sum of the M×N contributions",
-    extra_bytes_text=(f"2·M·N·{CONTRIBUTION_BYTES} + 2·{kernels.NAIVE_PARTIAL_ROWS}·N·4: the contributions and the "
-                      "partial rows, each written and read back"),
+    extra_bytes_text=(
+        f"2·M·N·{CONTRIBUTION_BYTES} + 2·{kernels.NAIVE_PARTIAL_ROWS}·N·4: the contributions and the "
+        "partial rows, each written and read back"
+    ),
 )
 
 PERSISTENT_CUDA = BackwardFamily(
@@ -58,8 +61,10 @@ grids the dock draws on a machine without a GPU. Absent: `kernels.estimate_block
 
 def unavailable_reason() -> str | None:
     if not torch.cuda.is_available():
-        return ("needs an NVIDIA GPU: torch.cuda.is_available() is False here (the CUDA kernels are compiled at first "
-                "use on a GPU host, with NVRTC or nvcc)")
+        return (
+            "needs an NVIDIA GPU: torch.cuda.is_available() is False here (the CUDA kernels are compiled at first "
+            "use on a GPU host, with NVRTC or nvcc)"
+        )
     major, minor = torch.cuda.get_device_capability()
     if major < 8:
         return f"needs an sm80+ GPU (cp.async, bf16 conversions); this one is sm{major}{minor}"
@@ -101,9 +106,15 @@ def _shape(N: int, persistent: bool) -> tuple[int, int]:
 def naive_launch(M: int, N: int, sm_count: int) -> dict:
     """One block per row (the grid needs no occupancy query), then the two reduction kernels."""
     vpt, block = _shape(N, False)
-    return {"programs": M, "rows_per_program": 1, "threads_per_block": block, "vectors_per_thread": vpt,
-            "kernels": 3, "contribution_rows": M,
-            "column_sum_blocks": -(-(N // kernels.VECTOR) // kernels.COLUMN_SUM_BLOCK) * kernels.NAIVE_PARTIAL_ROWS}
+    return {
+        "programs": M,
+        "rows_per_program": 1,
+        "threads_per_block": block,
+        "vectors_per_thread": vpt,
+        "kernels": 3,
+        "contribution_rows": M,
+        "column_sum_blocks": -(-(N // kernels.VECTOR) // kernels.COLUMN_SUM_BLOCK) * kernels.NAIVE_PARTIAL_ROWS,
+    }
 
 
 def persistent_launch(M: int, N: int, sm_count: int) -> dict:
@@ -111,9 +122,17 @@ def persistent_launch(M: int, N: int, sm_count: int) -> dict:
     vpt, block = _shape(N, True)
     per_sm, how = occupancy(N)
     G = max(1, min(M, sm_count * per_sm))
-    return {"programs": G, "rows_per_program": -(-M // G), "blocks_per_sm": per_sm, "sm_count": sm_count,
-            "threads_per_block": block, "vectors_per_thread": vpt, "shared_memory_bytes": kernels.stage_bytes(N),
-            "occupancy": how, "kernels": 2}
+    return {
+        "programs": G,
+        "rows_per_program": -(-M // G),
+        "blocks_per_sm": per_sm,
+        "sm_count": sm_count,
+        "threads_per_block": block,
+        "vectors_per_thread": vpt,
+        "shared_memory_bytes": kernels.stage_bytes(N),
+        "occupancy": how,
+        "kernels": 2,
+    }
 
 
 class CudaRMSNorm(torch.autograd.Function):
@@ -155,17 +174,33 @@ def persistent_supports(M: int, N: int, dtype: str) -> str | None:
     return kernels.refusal(N, dtype, persistent=True)
 
 
-@register("cuda-naive", passes=("fwd", "bwd"), deterministic=True, family=NAIVE_CHAIN, fused=True,
-          description="CUDA C++ plug-in: one block per row writes dx and an M×N tensor of dγ terms, reduced by two "
-                      "column sums (three kernels, five passes)",
-          available_when=unavailable_reason, supports=naive_supports, launch=naive_launch)
+@register(
+    "cuda-naive",
+    passes=("fwd", "bwd"),
+    deterministic=True,
+    family=NAIVE_CHAIN,
+    fused=True,
+    description="CUDA C++ plug-in: one block per row writes dx and an M×N tensor of dγ terms, reduced by two "
+    "column sums (three kernels, five passes)",
+    available_when=unavailable_reason,
+    supports=naive_supports,
+    launch=naive_launch,
+)
 def cuda_naive(x, weight, eps=1e-6):
     return _call(x, weight, eps, persistent=False)
 
 
-@register("cuda-persistent", passes=("fwd", "bwd"), deterministic=True, family=PERSISTENT_CUDA, fused=True,
-          description="CUDA C++ plug-in: SMs × blocks-per-SM persistent blocks, cp.async double buffer, dγ partials "
-                      "in registers, one fp32 row per block",
-          available_when=unavailable_reason, supports=persistent_supports, launch=persistent_launch)
+@register(
+    "cuda-persistent",
+    passes=("fwd", "bwd"),
+    deterministic=True,
+    family=PERSISTENT_CUDA,
+    fused=True,
+    description="CUDA C++ plug-in: SMs × blocks-per-SM persistent blocks, cp.async double buffer, dγ partials "
+    "in registers, one fp32 row per block",
+    available_when=unavailable_reason,
+    supports=persistent_supports,
+    launch=persistent_launch,
+)
 def cuda_persistent(x, weight, eps=1e-6):
     return _call(x, weight, eps, persistent=True)

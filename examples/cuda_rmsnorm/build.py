@@ -92,6 +92,7 @@ class Built:
 
 # ---- the compilers ----------------------------------------------------------------------------------------------
 
+
 def nvrtc_version() -> str | None:
     """``"13.0"`` when cuda.bindings' NVRTC can be loaded here, else None."""
     try:
@@ -117,8 +118,11 @@ def compile_nvrtc(src: str, arch: str, options: list[str], output: str = "cubin"
             log = b" " * size
             nvrtc.nvrtcGetProgramLog(prog, log)
             raise CompileError(f"NVRTC: {err.name}: {log.decode(errors='replace').strip()[:1500]}")
-        get_size, get = ((nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN) if output == "cubin"
-                         else (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX))
+        get_size, get = (
+            (nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN)
+            if output == "cubin"
+            else (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX)
+        )
         err, size = get_size(prog)
         _nvrtc_ok(err, get_size.__name__)
         buf = b" " * size
@@ -194,5 +198,7 @@ def compiler_available() -> str | None:
     """None when some compiler can be tried here, else why none can."""
     if nvrtc_version() is not None or nvcc_path() is not None:
         return None
-    return ("no CUDA compiler here: neither NVRTC through cuda-bindings (pip install cuda-bindings "
-            "nvidia-cuda-nvrtc) nor nvcc was found")
+    return (
+        "no CUDA compiler here: neither NVRTC through cuda-bindings (pip install cuda-bindings "
+        "nvidia-cuda-nvrtc) nor nvcc was found"
+    )

@@ -117,8 +117,12 @@ class BindingsModule:
         values = tuple(v for _, v in args)
         ctypes_ = tuple(types[k] for k, _ in args)
         g = (tuple(grid) + (1, 1))[:3]
-        self._check(self._d.cuLaunchKernel(self.function(name), g[0], g[1], g[2], block, 1, 1, smem,
-                                           self._d.CUstream(stream), (values, ctypes_), 0), "cuLaunchKernel")
+        self._check(
+            self._d.cuLaunchKernel(
+                self.function(name), g[0], g[1], g[2], block, 1, 1, smem, self._d.CUstream(stream), (values, ctypes_), 0
+            ),
+            "cuLaunchKernel",
+        )
 
 
 LOADERS = (("cupy", CupyModule), ("cuda-bindings", BindingsModule))

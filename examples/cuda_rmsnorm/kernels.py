@@ -37,8 +37,14 @@ DTYPES = {"bfloat16": "bf16", "float16": "f16"}
 
 # ptxas (CUDA 13.0, sm_90) registers per thread of each persistent kernel: only the CPU estimate uses them.
 PTXAS_REGISTERS = {("bf16", 1): 32, ("bf16", 2): 64, ("bf16", 4): 108, ("f16", 1): 32, ("f16", 2): 50, ("f16", 4): 114}
-H100 = {"threads_per_sm": 2048, "blocks_per_sm": 32, "registers_per_sm": 65536, "shared_per_sm": 228 * 1024,
-        "shared_per_block_reserved": 1024, "static_shared": 128}
+H100 = {
+    "threads_per_sm": 2048,
+    "blocks_per_sm": 32,
+    "registers_per_sm": 65536,
+    "shared_per_sm": 228 * 1024,
+    "shared_per_block_reserved": 1024,
+    "static_shared": 128,
+}
 
 
 def vectors_per_thread(N: int, vpts: tuple[int, ...]) -> Optional[tuple[int, int]]:
@@ -54,13 +60,16 @@ def vectors_per_thread(N: int, vpts: tuple[int, ...]) -> Optional[tuple[int, int
 def refusal(N: int, dtype: str, persistent: bool) -> Optional[str]:
     """Why these kernels do not take [*, N] rows of ``dtype`` (None when they do)."""
     if dtype not in DTYPES:
-        return (f"the CUDA kernels take bfloat16 and float16 only (16-byte vectors of 8 halves), not {dtype}")
+        return f"the CUDA kernels take bfloat16 and float16 only (16-byte vectors of 8 halves), not {dtype}"
     if N < VECTOR or N % VECTOR:
         return f"N = {N} is not a multiple of {VECTOR}: the CUDA kernels load rows as 16-byte vectors of 8 elements"
     limit = MAX_N_PERSISTENT if persistent else MAX_N_ROWS
     if N > limit:
-        why = ("its two shared-memory stages of x and dy rows and ≤ 4 vectors per thread" if persistent
-               else "≤ 512 threads × 8 vectors per thread")
+        why = (
+            "its two shared-memory stages of x and dy rows and ≤ 4 vectors per thread"
+            if persistent
+            else "≤ 512 threads × 8 vectors per thread"
+        )
         return f"N = {N} is above the {limit} the instantiated CUDA templates cover ({why})"
     return None
 
@@ -82,8 +91,10 @@ def estimate_blocks_per_sm(N: int, dtype: str = "bfloat16") -> tuple[int, str]:
     smem = stage_bytes(N) + H100["static_shared"] + H100["shared_per_block_reserved"]
     by_smem = H100["shared_per_sm"] // smem
     n = max(1, min(by_regs, by_threads, by_smem, H100["blocks_per_sm"]))
-    return n, (f"estimate: no GPU here; an H100's limits with {regs} registers/thread (ptxas, sm_90), "
-               f"{block} threads and {smem // 1024} KiB shared memory a block")
+    return n, (
+        f"estimate: no GPU here; an H100's limits with {regs} registers/thread (ptxas, sm_90), "
+        f"{block} threads and {smem // 1024} KiB shared memory a block"
+    )
 
 
 # ---- the compiled module, once per process and device ------------------------------------------------------------
@@ -134,8 +145,14 @@ def self_test(mod, device_index: int) -> None:
         partial = torch.arange(3 * 16, dtype=torch.float32, device=dev).reshape(3, 16)
         out = torch.full((16,), float("nan"), dtype=torch.bfloat16, device=dev)
         stream = torch.cuda.current_stream(dev)
-        mod.launch("rms_rows_sum_bf16", (1,), REDUCE_BLOCK, 0, stream.cuda_stream,
-                   [_ptr(partial), _ptr(out), ("i32", 3), ("i32", 16)])
+        mod.launch(
+            "rms_rows_sum_bf16",
+            (1,),
+            REDUCE_BLOCK,
+            0,
+            stream.cuda_stream,
+            [_ptr(partial), _ptr(out), ("i32", 3), ("i32", 16)],
+        )
         stream.synchronize()
         want = partial.sum(0).to(torch.bfloat16)  # integers ≤ 93: exact in bf16
         if not torch.equal(out, want):
@@ -218,14 +235,26 @@ def forward(x2, w, eps: float):
     y = new_output((M, N), x2.dtype, x2.device)
     rstd = new_output((M,), torch.float32, x2.device)
     _, mod, stream = _device(x2)
-    mod.launch(f"rms_fwd_{t}_v{vpt}", (M,), block, 0, stream,
-               [_ptr(x2), _ptr(w), _ptr(y), _ptr(rstd), ("i32", N), ("f32", float(eps))])
+    mod.launch(
+        f"rms_fwd_{t}_v{vpt}",
+        (M,),
+        block,
+        0,
+        stream,
+        [_ptr(x2), _ptr(w), _ptr(y), _ptr(rstd), ("i32", N), ("f32", float(eps))],
+    )
     return y, rstd
 
 
 def _sum_rows(mod, t: str, stream: int, partial, P: int, dw, N: int) -> None:
-    mod.launch(f"rms_rows_sum_{t}", (-(-N // REDUCE_BLOCK),), REDUCE_BLOCK, 0, stream,
-               [_ptr(partial), _ptr(dw), ("i32", P), ("i32", N)])
+    mod.launch(
+        f"rms_rows_sum_{t}",
+        (-(-N // REDUCE_BLOCK),),
+        REDUCE_BLOCK,
+        0,
+        stream,
+        [_ptr(partial), _ptr(dw), ("i32", P), ("i32", N)],
+    )
 
 
 def backward_naive(x2, w, dy2, rstd):
@@ -242,10 +271,22 @@ def backward_naive(x2, w, dy2, rstd):
     partial = new_output((NAIVE_PARTIAL_ROWS, N), torch.float32, x2.device)
     dw = new_output((N,), x2.dtype, x2.device)
     _, mod, stream = _device(x2)
-    mod.launch(f"rms_naive_rows_{t}_v{vpt}", (M,), block, 0, stream,
-               [_ptr(x2), _ptr(w), _ptr(dy2), _ptr(rstd), _ptr(dx), _ptr(contrib), ("i32", N)])
-    mod.launch(f"rms_contrib_colsum_{t}", (-(-(N // VECTOR) // COLUMN_SUM_BLOCK), NAIVE_PARTIAL_ROWS), COLUMN_SUM_BLOCK, 0,
-               stream, [_ptr(contrib), _ptr(partial), ("i32", M), ("i32", N)])
+    mod.launch(
+        f"rms_naive_rows_{t}_v{vpt}",
+        (M,),
+        block,
+        0,
+        stream,
+        [_ptr(x2), _ptr(w), _ptr(dy2), _ptr(rstd), _ptr(dx), _ptr(contrib), ("i32", N)],
+    )
+    mod.launch(
+        f"rms_contrib_colsum_{t}",
+        (-(-(N // VECTOR) // COLUMN_SUM_BLOCK), NAIVE_PARTIAL_ROWS),
+        COLUMN_SUM_BLOCK,
+        0,
+        stream,
+        [_ptr(contrib), _ptr(partial), ("i32", M), ("i32", N)],
+    )
     _sum_rows(mod, t, stream, partial, NAIVE_PARTIAL_ROWS, dw, N)
     return dx, dw
 
@@ -265,8 +306,14 @@ def backward_persistent(x2, w, dy2, rstd):
     dx = new_output((M, N), x2.dtype, x2.device)
     partial = new_output((G, N), torch.float32, x2.device)
     dw = new_output((N,), x2.dtype, x2.device)
-    mod.launch(f"rms_persistent_{t}_v{vpt}", (G,), block, stage_bytes(N), stream,
-               [_ptr(x2), _ptr(w), _ptr(dy2), _ptr(rstd), _ptr(dx), _ptr(partial), ("i32", M), ("i32", N)])
+    mod.launch(
+        f"rms_persistent_{t}_v{vpt}",
+        (G,),
+        block,
+        stage_bytes(N),
+        stream,
+        [_ptr(x2), _ptr(w), _ptr(dy2), _ptr(rstd), _ptr(dx), _ptr(partial), ("i32", M), ("i32", N)],
+    )
     _sum_rows(mod, t, stream, partial, G, dw, N)
     return dx, dw
 

@@ -83,23 +83,46 @@ def _node_flags(include: Path) -> list:
     for name in ("node.h", "function.h"):
         header = include / "torch" / "csrc" / "autograd" / name
         if header.exists() and "struct TORCH_API Node" in (text := header.read_text(errors="replace")):
-            return ["-DRMSNORM_INTRUSIVE_NODE"] if "intrusive_ptr_target" in text.split("struct TORCH_API Node", 1)[1][:200] else []
+            return (
+                ["-DRMSNORM_INTRUSIVE_NODE"]
+                if "intrusive_ptr_target" in text.split("struct TORCH_API Node", 1)[1][:200]
+                else []
+            )
     return []
 
 
 def build_command(output: Path, *, cuda: bool, name: str, extra: tuple = ()) -> list:
     """The compiler command line (``cuda``: the CUDA build, which includes c10/cuda and Triton's CUDA headers)."""
     include = Path(torch.__file__).parent / "include"
-    cmd = [compiler(), "-O2", "-std=c++17", "-fPIC", "-shared", "-w", str(SOURCE), "-o", str(output),
-           f"-I{include}", f"-I{include / 'torch' / 'csrc' / 'api' / 'include'}",
-           f"-I{sysconfig.get_paths()['include']}", f"-DTORCH_EXTENSION_NAME={name}",
-           f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}", *_node_flags(include), *extra,
-           f"-L{_torch_lib()}", f"-Wl,-rpath,{_torch_lib()}", "-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python"]
+    cmd = [
+        compiler(),
+        "-O2",
+        "-std=c++17",
+        "-fPIC",
+        "-shared",
+        "-w",
+        str(SOURCE),
+        "-o",
+        str(output),
+        f"-I{include}",
+        f"-I{include / 'torch' / 'csrc' / 'api' / 'include'}",
+        f"-I{sysconfig.get_paths()['include']}",
+        f"-DTORCH_EXTENSION_NAME={name}",
+        f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
+        *_node_flags(include),
+        *extra,
+        f"-L{_torch_lib()}",
+        f"-Wl,-rpath,{_torch_lib()}",
+        "-lc10",
+        "-ltorch",
+        "-ltorch_cpu",
+        "-ltorch_python",
+    ]
     if cuda:
         triton_include = _triton_include()
         if triton_include is None:
             raise RuntimeError("Triton's CUDA headers (triton/backends/nvidia/include) are not installed")
-        cmd[cmd.index("-L" + str(_torch_lib())):0] = [f"-I{triton_include}", "-DRMSNORM_NATIVE_CUDA"]
+        cmd[cmd.index("-L" + str(_torch_lib())) : 0] = [f"-I{triton_include}", "-DRMSNORM_NATIVE_CUDA"]
         if (_torch_lib() / "libc10_cuda.so").exists():
             cmd.append("-lc10_cuda")
     return cmd
@@ -135,7 +158,9 @@ def build(cuda: bool | None = None) -> Path:
 
 def load(path: Path):
     name = path.name.split(".")[0]
-    spec = importlib.util.spec_from_file_location(name, path, loader=importlib.machinery.ExtensionFileLoader(name, str(path)))
+    spec = importlib.util.spec_from_file_location(
+        name, path, loader=importlib.machinery.ExtensionFileLoader(name, str(path))
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     mod.set_poison(poison._depth)
@@ -222,8 +247,16 @@ def describe_launch(compiled, grid: tuple, template: list, tail: tuple):
             return None
         params.append(p)
     num_warps, num_ctas, shared = compiled.packed_metadata
-    return (int(compiled.function), tuple(int(g) for g in grid), int(num_warps), int(num_ctas), int(shared),
-            bool(getattr(run, "launch_pdl", False)), bool(getattr(run, "launch_cooperative_grid", False)), params)
+    return (
+        int(compiled.function),
+        tuple(int(g) for g in grid),
+        int(num_warps),
+        int(num_ctas),
+        int(shared),
+        bool(getattr(run, "launch_pdl", False)),
+        bool(getattr(run, "launch_cooperative_grid", False)),
+        params,
+    )
 
 
 def describe(plan) -> tuple | None:
@@ -248,8 +281,9 @@ def _handle(mod, plan) -> int:
     return handle
 
 
-def offer(mod, strategy, x2d: torch.Tensor, w: torch.Tensor, eps: float, forward, forward_no_rstd, backward,
-          tag) -> bool:
+def offer(
+    mod, strategy, x2d: torch.Tensor, w: torch.Tensor, eps: float, forward, forward_no_rstd, backward, tag
+) -> bool:
     """Register the plans the Python path recorded for one call's key: the forward (``forward``, or for calls
     without a gradient ``forward_no_rstd``) and the strategy's ``backward`` (`launch_plans.Plan`, None when not
     recorded yet, False when given up on). ``x2d``: the call's rows, ``w``: γ as the kernels read it. True when

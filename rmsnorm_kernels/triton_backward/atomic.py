@@ -36,14 +36,29 @@ def atomic_add_segment(ACC, value, N, ROW: tl.constexpr, K: tl.constexpr):
 
 
 @triton.jit
-def rmsnorm_bwd_atomic_kernel(X, DY, W, RSTD, DX, ACC, M, N, stride_x, stride_dy, stride_dx,
-                              ROWS: tl.constexpr, USE_PDL: tl.constexpr, ROW: tl.constexpr):
+def rmsnorm_bwd_atomic_kernel(
+    X,
+    DY,
+    W,
+    RSTD,
+    DX,
+    ACC,
+    M,
+    N,
+    stride_x,
+    stride_dy,
+    stride_dx,
+    ROWS: tl.constexpr,
+    USE_PDL: tl.constexpr,
+    ROW: tl.constexpr,
+):
     """dx of a tile of rows; their dγ contributions added into ACC (fp32 [N])."""
     allow_dependent_launch(USE_PDL)
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     w0, w1, w2 = load_weight_segments(W, N, ROW)
-    d0, d1, d2 = rmsnorm_bwd_rows(X, DY, DX, RSTD, w0, w1, w2, 0.0, 0.0, 0.0, rows, M, N, stride_x, stride_dy,
-                                  stride_dx, ROW)
+    d0, d1, d2 = rmsnorm_bwd_rows(
+        X, DY, DX, RSTD, w0, w1, w2, 0.0, 0.0, 0.0, rows, M, N, stride_x, stride_dy, stride_dx, ROW
+    )
     atomic_add_segment(ACC, tl.sum(d0, axis=0), N, ROW, 0)
     if ROW[1] > 0:
         atomic_add_segment(ACC, tl.sum(d1, axis=0), N, ROW, 1)
@@ -80,8 +95,12 @@ ATOMIC = BackwardFamily(
 def atomic_grid(M: int, N: int, sm_count: int = 0) -> dict:
     """One program per tile of rows (the SM count plays no part)."""
     config = config_for("atomic", N, M)
-    return {"programs": -(-M // config.rows), "rows_per_program": config.rows,
-            "block": row_layout(config, N).padded, "num_warps": config.num_warps}
+    return {
+        "programs": -(-M // config.rows),
+        "rows_per_program": config.rows,
+        "block": row_layout(config, N).padded,
+        "num_warps": config.num_warps,
+    }
 
 
 def atomic_backward(dy2d, x2d, weight, rstd, *, config: BackwardConfig | None = None, pdl: bool | None = None):
@@ -95,9 +114,23 @@ def atomic_backward(dy2d, x2d, weight, rstd, *, config: BackwardConfig | None = 
     dw = new_output((n,), weight.dtype, x2d.device)
     acc = new_zeros((n,), torch.float32, x2d.device, kept=True)
     fast(rmsnorm_bwd_atomic_kernel)[(-(-m // config.rows),)](
-        x2d, dy2d, weight, rstd, dx, acc, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0),
-        ROWS=config.rows, USE_PDL=pdl, num_warps=config.num_warps, ROW=row_layout(config, n).layout(),
+        x2d,
+        dy2d,
+        weight,
+        rstd,
+        dx,
+        acc,
+        m,
+        n,
+        x2d.stride(0),
+        dy2d.stride(0),
+        dx.stride(0),
+        ROWS=config.rows,
+        USE_PDL=pdl,
+        num_warps=config.num_warps,
+        ROW=row_layout(config, n).layout(),
     )
-    fast(drain_kernel)[(-(-n // DRAIN_BLOCK),)](acc, dw, n, BLOCK=DRAIN_BLOCK, USE_PDL=pdl, num_warps=4,
-                                               **dependent_launch_options(pdl))
+    fast(drain_kernel)[(-(-n // DRAIN_BLOCK),)](
+        acc, dw, n, BLOCK=DRAIN_BLOCK, USE_PDL=pdl, num_warps=4, **dependent_launch_options(pdl)
+    )
     return dx, dw

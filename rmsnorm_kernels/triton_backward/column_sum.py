@@ -28,8 +28,9 @@ def allow_dependent_launch(USE_PDL: tl.constexpr):
 
 
 @triton.jit
-def column_sum_kernel(PARTIAL, OUT, G, N, stride_g, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr,
-                      USE_PDL: tl.constexpr):
+def column_sum_kernel(
+    PARTIAL, OUT, G, N, stride_g, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, USE_PDL: tl.constexpr
+):
     if USE_PDL:
         gdc_wait()
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -53,8 +54,14 @@ def column_sum_blocks(g: int, n: int) -> tuple[int, int]:
     return block_g, 16
 
 
-def column_sum(partial: torch.Tensor, out_dtype: torch.dtype, *, blocks: tuple | None = None,
-               num_warps: int | None = None, pdl: bool | None = None) -> torch.Tensor:
+def column_sum(
+    partial: torch.Tensor,
+    out_dtype: torch.dtype,
+    *,
+    blocks: tuple | None = None,
+    num_warps: int | None = None,
+    pdl: bool | None = None,
+) -> torch.Tensor:
     """Sum a [G, N] fp32 partial buffer over G into a fresh [N] tensor of ``out_dtype``. ``pdl``: launch
     with programmatic dependent launch (default: where the device supports it); ``blocks`` (BLOCK_G,
     BLOCK_N) and ``num_warps`` override the defaults (for tuning scripts)."""
@@ -63,7 +70,15 @@ def column_sum(partial: torch.Tensor, out_dtype: torch.dtype, *, blocks: tuple |
     block_g, block_n = blocks or column_sum_blocks(g, n)
     pdl = dependent_launch(partial.device) if pdl is None else pdl
     fast(column_sum_kernel)[(-(-n // block_n),)](
-        partial, out, g, n, partial.stride(0), BLOCK_G=block_g, BLOCK_N=block_n, USE_PDL=pdl,
-        num_warps=num_warps or COLUMN_SUM_WARPS, **dependent_launch_options(pdl)
+        partial,
+        out,
+        g,
+        n,
+        partial.stride(0),
+        BLOCK_G=block_g,
+        BLOCK_N=block_n,
+        USE_PDL=pdl,
+        num_warps=num_warps or COLUMN_SUM_WARPS,
+        **dependent_launch_options(pdl),
     )
     return out

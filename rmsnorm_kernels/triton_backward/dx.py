@@ -14,14 +14,22 @@ import triton.language as tl
 
 from rmsnorm_kernels.kernel_config import DEFAULT_ARCH, BackwardConfig, config_for
 from rmsnorm_kernels.limits import SHARED_MEMORY_BUDGET
-from rmsnorm_kernels.segments import (Segments, load_segment, load_vector, next_power_of_two, row_segments,
-                                      store_segment, store_vector)
+from rmsnorm_kernels.segments import (
+    Segments,
+    load_segment,
+    load_vector,
+    next_power_of_two,
+    row_segments,
+    store_segment,
+    store_vector,
+)
 from rmsnorm_kernels.triton_mode import arch
 
 
 @triton.jit
-def rmsnorm_bwd_rows(X, DY, DX, RSTD, w0, w1, w2, acc0, acc1, acc2, rows, M, N, stride_x, stride_dy, stride_dx,
-                     ROW: tl.constexpr):
+def rmsnorm_bwd_rows(
+    X, DY, DX, RSTD, w0, w1, w2, acc0, acc1, acc2, rows, M, N, stride_x, stride_dy, stride_dx, ROW: tl.constexpr
+):
     """Write dx of ``rows`` to DX and return the dγ accumulators ``acc0 acc1 acc2`` (fp32, one per segment of
     ``ROW``; 0.0 for an absent one) with these rows' contributions dy·x·rstd added. γ comes in as its segments
     ``w0 w1 w2``.
@@ -112,7 +120,9 @@ def row_layout(config: BackwardConfig, n: int) -> Segments:
 def pipeline_stages(config: BackwardConfig, n: int, element_size: int, programs_per_sm: int | None = None) -> int:
     """The deepest pipeline (≤ ``config.stages``) whose buffers of x and dy tiles fit the shared-memory budget
     (each stage holds one tile of both; measured: +32 KB per stage for 2 × 4096 bf16)."""
-    per_stage = 2 * config.rows * row_layout(config, n).padded * element_size * (programs_per_sm or config.programs_per_sm)
+    per_stage = (
+        2 * config.rows * row_layout(config, n).padded * element_size * (programs_per_sm or config.programs_per_sm)
+    )
     stages = config.stages
     while stages > 1 and stages * per_stage > SHARED_MEMORY_BUDGET:
         stages -= 1

@@ -29,7 +29,11 @@ def run_strategy(strategy: Strategy, dy: torch.Tensor, x2d: torch.Tensor, w: tor
     """``strategy(dy as rows, x2d, w, rstd)`` -> (dx2d, dγ); as a launch plan (`rmsnorm_kernels.launch_plans`) when
     dy is contiguous and every pointer 16-byte aligned. dγ comes back in ``w``'s dtype (fp32 for Gemma's offset
     weight: the caller casts it to the weight's)."""
-    if launch_plans.ENABLED and dy.is_contiguous() and not ((dy.data_ptr() | x2d.data_ptr() | w.data_ptr() | rstd.data_ptr()) & 15):
+    if (
+        launch_plans.ENABLED
+        and dy.is_contiguous()
+        and not ((dy.data_ptr() | x2d.data_ptr() | w.data_ptr() | rstd.data_ptr()) & 15)
+    ):
         dy2d = dy if dy.dim() == 2 else dy.view(x2d.shape)
         return BACKWARD_PLANS.call(backward_key(strategy, x2d, dy.dtype, w), (dy2d, x2d, w, rstd), strategy)
     return strategy(as_rows(dy), x2d, w, rstd)
@@ -55,11 +59,14 @@ class TritonRMSNormFunction(torch.autograd.Function):
         return dx2d.view(ctx.x_shape), dw, None, None, None
 
 
-def eager_rmsnorm(strategy: Strategy, x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6,
-                  offset: float = 0.0) -> torch.Tensor:
+def eager_rmsnorm(
+    strategy: Strategy, x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, offset: float = 0.0
+) -> torch.Tensor:
     """The Python path of an eager call: the launch plans (recorded, then replayed), offered to the native node
     (`rmsnorm_kernels.native`) once recorded. `rmsnorm_kernels.ops.rms_norm` asks the native node first."""
-    if not (torch.is_grad_enabled() and (getattr(x, "requires_grad", False) or getattr(weight, "requires_grad", False))):
+    if not (
+        torch.is_grad_enabled() and (getattr(x, "requires_grad", False) or getattr(weight, "requires_grad", False))
+    ):
         w = weight if offset == 0 else weight.float() + offset
         y = rmsnorm_forward(x, w, eps, need_rstd=False)[0]  # no graph to record: no autograd bookkeeping
     else:
@@ -78,6 +85,14 @@ def offer_native(strategy: Strategy, x: torch.Tensor, weight: torch.Tensor, eps:
     x2d = x.view(-1, x.shape[-1])
     w = weight if offset == 0 else weight.float() + offset
     fkey = forward_key(x2d, w, eps)
-    return native.offer(mod, strategy, x2d, w, eps, FORWARD_PLANS.plans.get(fkey),
-                        FORWARD_PLANS_NO_RSTD.plans.get(fkey), BACKWARD_PLANS.plans.get(backward_key(strategy, x2d, x2d.dtype, w)),
-                        (fkey, strategy))
+    return native.offer(
+        mod,
+        strategy,
+        x2d,
+        w,
+        eps,
+        FORWARD_PLANS.plans.get(fkey),
+        FORWARD_PLANS_NO_RSTD.plans.get(fkey),
+        BACKWARD_PLANS.plans.get(backward_key(strategy, x2d, x2d.dtype, w)),
+        (fkey, strategy),
+    )

@@ -19,16 +19,38 @@ from rmsnorm_kernels.kernel_config import BackwardConfig, config_for
 from rmsnorm_kernels.limits import DEFAULT_SM_COUNT
 from rmsnorm_kernels.poison import new_output
 from rmsnorm_kernels.triton_backward.column_sum import allow_dependent_launch, column_sum
-from rmsnorm_kernels.triton_backward.dx import (backward_config, load_weight_segments, new_accumulators,
-                                                pipeline_stages, rmsnorm_bwd_rows, row_layout, store_partial)
+from rmsnorm_kernels.triton_backward.dx import (
+    backward_config,
+    load_weight_segments,
+    new_accumulators,
+    pipeline_stages,
+    rmsnorm_bwd_rows,
+    row_layout,
+    store_partial,
+)
 from rmsnorm_kernels.triton_mode import dependent_launch
 from rmsnorm_kernels.triton_mode import sm_count as device_sm_count
 
 
 @triton.jit
-def rmsnorm_bwd_persistent_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, stride_dy, stride_dx,
-                                  ROWS: tl.constexpr, NUM_STAGES: tl.constexpr, RELOAD_W: tl.constexpr,
-                                  USE_PDL: tl.constexpr, ROW: tl.constexpr):
+def rmsnorm_bwd_persistent_kernel(
+    X,
+    DY,
+    W,
+    RSTD,
+    DX,
+    PARTIAL,
+    M,
+    N,
+    stride_x,
+    stride_dy,
+    stride_dx,
+    ROWS: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+    RELOAD_W: tl.constexpr,
+    USE_PDL: tl.constexpr,
+    ROW: tl.constexpr,
+):
     allow_dependent_launch(USE_PDL)
     pid = tl.program_id(0)
     w0, w1, w2 = load_weight_segments(W, N, ROW)
@@ -37,8 +59,9 @@ def rmsnorm_bwd_persistent_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, s
         rows = tile * ROWS + tl.arange(0, ROWS)
         if RELOAD_W:
             w0, w1, w2 = load_weight_segments(W, N, ROW)
-        acc0, acc1, acc2 = rmsnorm_bwd_rows(X, DY, DX, RSTD, w0, w1, w2, acc0, acc1, acc2, rows, M, N,
-                                            stride_x, stride_dy, stride_dx, ROW)
+        acc0, acc1, acc2 = rmsnorm_bwd_rows(
+            X, DY, DX, RSTD, w0, w1, w2, acc0, acc1, acc2, rows, M, N, stride_x, stride_dy, stride_dx, ROW
+        )
     store_partial(PARTIAL + pid.to(tl.int64) * N, acc0, acc1, acc2, N, ROW)
 
 
@@ -61,13 +84,26 @@ PERSISTENT = BackwardFamily(
 def persistent_grid(M: int, N: int, sm_count: int = DEFAULT_SM_COUNT) -> dict:
     config = config_for("persistent", N, M)
     tiles, programs = persistent_plan(M, N, sm_count, config)
-    return {"programs": programs, "rows_per_program": -(-tiles // programs) * config.rows,
-            "block": row_layout(config, N).padded, "num_warps": config.num_warps,
-            "programs_per_sm": config.programs_per_sm, "rows_per_tile": config.rows}
+    return {
+        "programs": programs,
+        "rows_per_program": -(-tiles // programs) * config.rows,
+        "block": row_layout(config, N).padded,
+        "num_warps": config.num_warps,
+        "programs_per_sm": config.programs_per_sm,
+        "rows_per_tile": config.rows,
+    }
 
 
-def persistent_backward(dy2d, x2d, weight, rstd, *, config: BackwardConfig | None = None, sm_count: int | None = None,
-                        pdl: bool | None = None):
+def persistent_backward(
+    dy2d,
+    x2d,
+    weight,
+    rstd,
+    *,
+    config: BackwardConfig | None = None,
+    sm_count: int | None = None,
+    pdl: bool | None = None,
+):
     """(dx, dγ in γ's dtype). ``config``, ``sm_count`` and ``pdl`` (the column sum's dependent launch) override the
     choices in force (the tuner, tests)."""
     m, n = x2d.shape
@@ -77,7 +113,22 @@ def persistent_backward(dy2d, x2d, weight, rstd, *, config: BackwardConfig | Non
     partial = new_output((programs, n), torch.float32, x2d.device)
     pdl = dependent_launch(x2d.device) if pdl is None else pdl
     fast(rmsnorm_bwd_persistent_kernel)[(programs,)](
-        x2d, dy2d, weight, rstd, dx, partial, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0),
-        ROWS=config.rows, NUM_STAGES=pipeline_stages(config, n, x2d.element_size()), RELOAD_W=config.reload_weight,
-        USE_PDL=pdl, num_warps=config.num_warps, ROW=row_layout(config, n).layout())
+        x2d,
+        dy2d,
+        weight,
+        rstd,
+        dx,
+        partial,
+        m,
+        n,
+        x2d.stride(0),
+        dy2d.stride(0),
+        dx.stride(0),
+        ROWS=config.rows,
+        NUM_STAGES=pipeline_stages(config, n, x2d.element_size()),
+        RELOAD_W=config.reload_weight,
+        USE_PDL=pdl,
+        num_warps=config.num_warps,
+        ROW=row_layout(config, n).layout(),
+    )
     return dx, column_sum(partial, weight.dtype, pdl=pdl)

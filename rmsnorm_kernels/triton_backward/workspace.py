@@ -17,8 +17,15 @@ from rmsnorm_kernels.limits import DEFAULT_SM_COUNT
 from rmsnorm_kernels.poison import new_output
 from rmsnorm_kernels.triton_backward.column_sum import allow_dependent_launch, column_sum
 from rmsnorm_kernels.kernel_config import BackwardConfig, config_for
-from rmsnorm_kernels.triton_backward.dx import (backward_config, load_weight_segments, new_accumulators,
-                                                pipeline_stages, rmsnorm_bwd_rows, row_layout, store_partial)
+from rmsnorm_kernels.triton_backward.dx import (
+    backward_config,
+    load_weight_segments,
+    new_accumulators,
+    pipeline_stages,
+    rmsnorm_bwd_rows,
+    row_layout,
+    store_partial,
+)
 from rmsnorm_kernels.triton_mode import dependent_launch
 from rmsnorm_kernels.triton_mode import sm_count as device_sm_count
 
@@ -29,17 +36,33 @@ against the 6 every bf16 backward moves)."""
 
 
 @triton.jit
-def rmsnorm_bwd_workspace_kernel(X, DY, W, RSTD, DX, PARTIAL, M, N, stride_x, stride_dy, stride_dx,
-                                 tiles_per_program, ROWS: tl.constexpr, NUM_STAGES: tl.constexpr,
-                                 USE_PDL: tl.constexpr, ROW: tl.constexpr):
+def rmsnorm_bwd_workspace_kernel(
+    X,
+    DY,
+    W,
+    RSTD,
+    DX,
+    PARTIAL,
+    M,
+    N,
+    stride_x,
+    stride_dy,
+    stride_dx,
+    tiles_per_program,
+    ROWS: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+    USE_PDL: tl.constexpr,
+    ROW: tl.constexpr,
+):
     allow_dependent_launch(USE_PDL)
     pid = tl.program_id(0)
     w0, w1, w2 = load_weight_segments(W, N, ROW)
     acc0, acc1, acc2 = new_accumulators(ROWS, ROW)
     for t in tl.range(0, tiles_per_program, num_stages=NUM_STAGES):
         rows = (pid * tiles_per_program + t) * ROWS + tl.arange(0, ROWS)
-        acc0, acc1, acc2 = rmsnorm_bwd_rows(X, DY, DX, RSTD, w0, w1, w2, acc0, acc1, acc2, rows, M, N,
-                                            stride_x, stride_dy, stride_dx, ROW)
+        acc0, acc1, acc2 = rmsnorm_bwd_rows(
+            X, DY, DX, RSTD, w0, w1, w2, acc0, acc1, acc2, rows, M, N, stride_x, stride_dy, stride_dx, ROW
+        )
     store_partial(PARTIAL + pid.to(tl.int64) * N, acc0, acc1, acc2, N, ROW)
 
 
@@ -66,8 +89,12 @@ WORKSPACE = BackwardFamily(
 def workspace_grid(M: int, N: int, sm_count: int = DEFAULT_SM_COUNT) -> dict:
     config = config_for("workspace", N, M)
     tiles_per_program, programs = workspace_plan(M, N, config, sm_count or DEFAULT_SM_COUNT)
-    return {"programs": programs, "rows_per_program": tiles_per_program * config.rows,
-            "block": row_layout(config, N).padded, "num_warps": config.num_warps}
+    return {
+        "programs": programs,
+        "rows_per_program": tiles_per_program * config.rows,
+        "block": row_layout(config, N).padded,
+        "num_warps": config.num_warps,
+    }
 
 
 def workspace_backward(dy2d, x2d, weight, rstd, *, config: BackwardConfig | None = None, pdl: bool | None = None):
@@ -79,8 +106,22 @@ def workspace_backward(dy2d, x2d, weight, rstd, *, config: BackwardConfig | None
     partial = new_output((programs, n), torch.float32, x2d.device)
     pdl = dependent_launch(x2d.device) if pdl is None else pdl
     fast(rmsnorm_bwd_workspace_kernel)[(programs,)](
-        x2d, dy2d, weight, rstd, dx, partial, m, n, x2d.stride(0), dy2d.stride(0), dx.stride(0), tiles_per_program,
-        ROWS=config.rows, NUM_STAGES=pipeline_stages(config, n, x2d.element_size()),
-        USE_PDL=pdl, num_warps=config.num_warps, ROW=row_layout(config, n).layout(),
+        x2d,
+        dy2d,
+        weight,
+        rstd,
+        dx,
+        partial,
+        m,
+        n,
+        x2d.stride(0),
+        dy2d.stride(0),
+        dx.stride(0),
+        tiles_per_program,
+        ROWS=config.rows,
+        NUM_STAGES=pipeline_stages(config, n, x2d.element_size()),
+        USE_PDL=pdl,
+        num_warps=config.num_warps,
+        ROW=row_layout(config, n).layout(),
     )
     return dx, column_sum(partial, weight.dtype, pdl=pdl)

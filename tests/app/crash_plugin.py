@@ -12,8 +12,13 @@ from rmsnorm_kernels.registry import register
 EXIT_CODE = 3
 
 
-@register("crash-exit", passes=("fwd", "bwd"), family="other",
-          description="test only: the process running it exits with code 3 (a worker crash)", source="plugin")
+@register(
+    "crash-exit",
+    passes=("fwd", "bwd"),
+    family="other",
+    description="test only: the process running it exits with code 3 (a worker crash)",
+    source="plugin",
+)
 def crash_exit(x, weight, eps=1e-6):
     if multiprocessing.current_process().name.startswith("rmsnorm-worker-"):
         os._exit(EXIT_CODE)

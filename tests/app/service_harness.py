@@ -18,15 +18,30 @@ os.environ.setdefault("RMSNORM_CEILING_BYTES", CEILING_BYTES)  # the in-process 
 
 TEST_PLUGINS = "tests.app.slow_plugin,tests.app.crash_plugin"
 
-TINY_SWEEP = {"implementations": ["eager", "torch-native"], "passes": ["fwd", "bwd"], "dtypes": ["bfloat16"],
-              "M": [32, 64], "N": [128], "repetitions": 3, "warmup": 1}
+TINY_SWEEP = {
+    "implementations": ["eager", "torch-native"],
+    "passes": ["fwd", "bwd"],
+    "dtypes": ["bfloat16"],
+    "M": [32, 64],
+    "N": [128],
+    "repetitions": 3,
+    "warmup": 1,
+}
 """8 cases of the real engine on tiny shapes: well under a second each on a shared CPU."""
 
 
 def slow_sweep(cases_m: list[int], **extra) -> dict:
     """Forward cases of the test plugin ``slow-eager`` (≥ 0.05 s per call): each case lasts ~0.3 s or more."""
-    return {"implementations": ["slow-eager"], "passes": ["fwd"], "dtypes": ["float32"], "M": cases_m, "N": [64],
-            "repetitions": 4, "warmup": 1, **extra}
+    return {
+        "implementations": ["slow-eager"],
+        "passes": ["fwd"],
+        "dtypes": ["float32"],
+        "M": cases_m,
+        "N": [64],
+        "repetitions": 4,
+        "warmup": 1,
+        **extra,
+    }
 
 
 def read_stream(response, heartbeats: bool = False) -> list[tuple[float, dict]]:
@@ -45,7 +60,9 @@ def lines_of(stream: list[tuple[float, dict]], kind: str) -> list[dict]:
     return [line for _, line in stream if line["type"] == kind]
 
 
-def post_stream(base_url: str, body: dict, timeout: float = 120.0, heartbeats: bool = False, **kw) -> list[tuple[float, dict]]:
+def post_stream(
+    base_url: str, body: dict, timeout: float = 120.0, heartbeats: bool = False, **kw
+) -> list[tuple[float, dict]]:
     with httpx.stream("POST", base_url + "/benchmark", json=body, timeout=timeout, **kw) as response:
         assert response.status_code == 200, response.read()
         assert response.headers["content-type"].startswith("application/x-ndjson")
@@ -60,5 +77,3 @@ def wait_for(predicate, timeout: float = 60.0, interval: float = 0.1, what: str 
             return value
         time.sleep(interval)
     raise TimeoutError(f"{what} not reached within {timeout} s")
-
-

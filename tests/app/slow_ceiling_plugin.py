@@ -20,8 +20,13 @@ def _slow_measure_copy(*args, **kwargs):
 engine.measure_copy = _slow_measure_copy
 
 
-@register("hang-eager", passes=("fwd",), family="baseline", source="plugin",
-          description="test only: hangs for an hour inside a benchmark worker (a hung kernel)")
+@register(
+    "hang-eager",
+    passes=("fwd",),
+    family="baseline",
+    source="plugin",
+    description="test only: hangs for an hour inside a benchmark worker (a hung kernel)",
+)
 def hang_eager(x, weight, eps=1e-6):
     if multiprocessing.current_process().name.startswith("rmsnorm-worker-"):
         time.sleep(3600)

@@ -11,8 +11,13 @@ from rmsnorm_kernels.registry import register
 SLEEP_S = 0.05
 
 
-@register("slow-eager", passes=("fwd", "bwd"), family="baseline",
-          description=f"test only: plain torch RMSNorm that sleeps {SLEEP_S} s per call", source="plugin")
+@register(
+    "slow-eager",
+    passes=("fwd", "bwd"),
+    family="baseline",
+    description=f"test only: plain torch RMSNorm that sleeps {SLEEP_S} s per call",
+    source="plugin",
+)
 def slow_eager(x, weight, eps=1e-6):
     time.sleep(SLEEP_S)
     xf = x.float()

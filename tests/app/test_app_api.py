@@ -73,8 +73,9 @@ def test_launch_gives_each_kernels_real_grid(client):
     assert any(grid is not None for grid in grids.values())
 
 
-@pytest.mark.parametrize("params", [{"M": 0, "N": 10}, {"M": 10}, {"M": 10, "N": 10, "sm_count": 0},
-                                    {"M": "x", "N": 10}])
+@pytest.mark.parametrize(
+    "params", [{"M": 0, "N": 10}, {"M": 10}, {"M": 10, "N": 10, "sm_count": 0}, {"M": "x", "N": 10}]
+)
 def test_launch_rejects_bad_query(client, params):
     response = client.get("/api/launch", params=params)
     assert response.status_code == 422
@@ -86,8 +87,9 @@ def test_one_document_run_has_header_rows_and_summary(finished_run, settings):
     assert header.sweep["implementations"] == ["eager", "torch-native"]
     rows = [ResultRow.model_validate(r) for r in finished_run["rows"]]
     assert len(rows) == 2 * 2 * 2  # impls × passes × N
-    assert {(r.impl, r.pass_, r.N) for r in rows} == {(i, p, n) for i in ("eager", "torch-native")
-                                                      for p in ("fwd", "bwd") for n in (128, 256)}
+    assert {(r.impl, r.pass_, r.N) for r in rows} == {
+        (i, p, n) for i in ("eager", "torch-native") for p in ("fwd", "bwd") for n in (128, 256)
+    }
     for r in rows:
         assert r.run_id == header.run_id and r.status == "ok", r.reason
         assert r.mode == "cpu" and r.device.index == 0 and r.device.label == "cpu:0"
@@ -151,8 +153,15 @@ def test_case_too_big_for_memory_is_skipped_not_crashed(client):
     need = memory.footprint("bwd", big_m, big_n, 4, False, None).total(1)
     if need <= memory.budget(free_memory_bytes(torch.device("cpu")), "cpu"):
         pytest.skip("this machine could hold the big case")
-    body = {"implementations": ["eager"], "passes": ["bwd"], "dtypes": ["float32"], "M": [16, big_m], "N": [128, big_n],
-            "repetitions": 2, "warmup": 1}
+    body = {
+        "implementations": ["eager"],
+        "passes": ["bwd"],
+        "dtypes": ["float32"],
+        "M": [16, big_m],
+        "N": [128, big_n],
+        "repetitions": 2,
+        "warmup": 1,
+    }
     document = client.post("/benchmark?stream=false", json=body).json()
     by_shape = {(r["M"], r["N"]): r for r in document["rows"]}
     big = by_shape[(big_m, big_n)]
@@ -221,13 +230,16 @@ def test_import_a_result_file(client, finished_run, results_dir):
     (results_dir / "gpu-2026-12-02.json").write_text(json.dumps(document))
 
 
-@pytest.mark.parametrize("mutate, field", [
-    (lambda d: d["run"].pop("device"), "device"),
-    (lambda d: d["rows"][0].update(status="great"), "status"),
-    (lambda d: d["rows"][0].pop("bytes"), "bytes"),
-    (lambda d: d["run"].update(run_id="a/b"), "run"),
-    (lambda d: d.pop("run"), "run"),
-])
+@pytest.mark.parametrize(
+    "mutate, field",
+    [
+        (lambda d: d["run"].pop("device"), "device"),
+        (lambda d: d["rows"][0].update(status="great"), "status"),
+        (lambda d: d["rows"][0].pop("bytes"), "bytes"),
+        (lambda d: d["run"].update(run_id="a/b"), "run"),
+        (lambda d: d.pop("run"), "run"),
+    ],
+)
 def test_import_rejects_a_bad_file_naming_the_field(client, finished_run, mutate, field):
     document = json.loads(json.dumps(finished_run))
     mutate(document)
@@ -247,7 +259,9 @@ def test_delete_run(client, finished_run):
 
 def test_restart_keeps_runs_and_imports_results_dir(client, settings, finished_run):
     before = {r["run_id"]: r for r in client.get("/api/runs").json()}
-    with TestClient(create_app(settings), base_url="http://127.0.0.1") as again:  # a second service on the same data folder
+    with TestClient(
+        create_app(settings), base_url="http://127.0.0.1"
+    ) as again:  # a second service on the same data folder
         after = {r["run_id"]: r for r in again.get("/api/runs").json()}
         assert set(before) <= set(after)
         run_id = finished_run["run"]["run_id"]
@@ -287,8 +301,16 @@ def test_json_and_page_assets_are_compressed_the_stream_is_not(client):
 
 def test_openapi_and_docs(client):
     spec = client.get("/openapi.json").json()
-    for path in ("/benchmark", "/api/health", "/api/implementations", "/api/launch", "/api/runs",
-                 "/api/runs/{run_id}", "/api/runs/{run_id}.csv", "/api/runs/import"):
+    for path in (
+        "/benchmark",
+        "/api/health",
+        "/api/implementations",
+        "/api/launch",
+        "/api/runs",
+        "/api/runs/{run_id}",
+        "/api/runs/{run_id}.csv",
+        "/api/runs/import",
+    ):
         assert path in spec["paths"], path
     assert client.get("/docs").status_code == 200
 

@@ -18,12 +18,34 @@ pytestmark = pytest.mark.server
 
 def test_factory_bound_to_all_addresses_refuses_token_less_writes(tmp_path):
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO), "RMSNORM_DATA_DIR": str(tmp_path), "RMSNORM_RESULTS_DIR": "",
-           "RMSNORM_DEVICES": "cpu", "RMSNORM_START_WORKERS": "0"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "RMSNORM_DATA_DIR": str(tmp_path),
+        "RMSNORM_RESULTS_DIR": "",
+        "RMSNORM_DEVICES": "cpu",
+        "RMSNORM_START_WORKERS": "0",
+    }
     env.pop("RMSNORM_HOST", None)
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", "app.main:create_app", "--host", "0.0.0.0",
-                             "--port", str(port), "--log-level", "warning"], cwd=REPO, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--factory",
+            "app.main:create_app",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120

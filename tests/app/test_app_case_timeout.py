@@ -15,12 +15,22 @@ TIMEOUT_S = 8
 
 
 def test_hung_case_becomes_an_error_row_and_the_sweep_goes_on(tmp_path):
-    server = LiveServer(tmp_path / "data", plugins=TEST_PLUGINS + ",tests.app.slow_ceiling_plugin",
-                        env={"RMSNORM_CASE_TIMEOUT_S": str(TIMEOUT_S)}).start()
+    server = LiveServer(
+        tmp_path / "data",
+        plugins=TEST_PLUGINS + ",tests.app.slow_ceiling_plugin",
+        env={"RMSNORM_CASE_TIMEOUT_S": str(TIMEOUT_S)},
+    ).start()
     try:
         # hang-eager never returns; eager's 3 repetitions of an 8x64 case take well under a second
-        hung = {"implementations": ["hang-eager", "eager"], "passes": ["fwd"], "dtypes": ["float32"], "M": [8],
-                "N": [64], "repetitions": 3, "warmup": 1}
+        hung = {
+            "implementations": ["hang-eager", "eager"],
+            "passes": ["fwd"],
+            "dtypes": ["float32"],
+            "M": [8],
+            "N": [64],
+            "repetitions": 3,
+            "warmup": 1,
+        }
         stream = post_stream(server.url, hung)
         rows = lines_of(stream, "row")
         assert [r["impl"] for r in rows] == ["hang-eager", "eager"]
@@ -28,7 +38,9 @@ def test_hung_case_becomes_an_error_row_and_the_sweep_goes_on(tmp_path):
         assert slow["status"] == "error"
         assert f"did not answer within {TIMEOUT_S} s and was killed" in slow["reason"]
         assert "hang-eager fwd float32 M=8 N=64" in slow["reason"] and "restarted" in slow["reason"]
-        assert fast["status"] == "ok" and fast["median_us"] > 0, fast["reason"]  # the restarted worker measured the next case
+        assert fast["status"] == "ok" and fast["median_us"] > 0, fast[
+            "reason"
+        ]  # the restarted worker measured the next case
         summary = lines_of(stream, "summary")[0]
         assert (summary["ok"], summary["error"]) == (1, 1)
         assert server.health()["gpus"][0]["restarts"] == 1

@@ -18,24 +18,56 @@ WRONG_PLUGIN = "tests.cli.cli_test_plugin:wrong"
 
 @pytest.fixture(scope="module")
 def client(module_tmp):
-    settings = Settings.from_env(data_dir=module_tmp / "data", devices="cpu", results_dir=module_tmp / "none",
-                                 max_queue=4, plugins=(WRONG_PLUGIN,))
+    settings = Settings.from_env(
+        data_dir=module_tmp / "data",
+        devices="cpu",
+        results_dir=module_tmp / "none",
+        max_queue=4,
+        plugins=(WRONG_PLUGIN,),
+    )
     with TestClient(create_app(settings), base_url="http://127.0.0.1") as c:
         yield c
 
 
 def _doc(run_id: str, gbps: float, timing: str = "events") -> dict:
-    row = {"run_id": run_id, "impl": "eager", "pass": "fwd", "dtype": "bfloat16", "M": 64, "N": 128, "status": "ok",
-           "median_us": 1.0, "GBps": gbps, "bytes": 1, "mode": "cpu", "device": {"name": "cpu"}, "started_at": 0.0,
-           "ended_at": 0.0, "timing": timing}
-    return {"run": {"run_id": run_id, "created_at": "2026-12-02T00:00:00Z", "ceiling_method": "m", "ceiling_GBps": 1.0,
-                    "versions": {}, "sweep": {"timing": timing},
-                    "device": {"kind": "cpu", "name": "cpu", "sm_count": 1, "memory_bytes": 1, "l2_bytes": 1}},
-            "rows": [row, {**copy.deepcopy(row), "N": 256, "GBps": gbps * 2}], "summary": {}}
+    row = {
+        "run_id": run_id,
+        "impl": "eager",
+        "pass": "fwd",
+        "dtype": "bfloat16",
+        "M": 64,
+        "N": 128,
+        "status": "ok",
+        "median_us": 1.0,
+        "GBps": gbps,
+        "bytes": 1,
+        "mode": "cpu",
+        "device": {"name": "cpu"},
+        "started_at": 0.0,
+        "ended_at": 0.0,
+        "timing": timing,
+    }
+    return {
+        "run": {
+            "run_id": run_id,
+            "created_at": "2026-12-02T00:00:00Z",
+            "ceiling_method": "m",
+            "ceiling_GBps": 1.0,
+            "versions": {},
+            "sweep": {"timing": timing},
+            "device": {"kind": "cpu", "name": "cpu", "sm_count": 1, "memory_bytes": 1, "l2_bytes": 1},
+        },
+        "rows": [row, {**copy.deepcopy(row), "N": 256, "GBps": gbps * 2}],
+        "summary": {},
+    }
 
 
 def test_compare_two_stored_runs(client):
-    for run_id, gbps, timing in (("cmp-base", 10.0, "events"), ("cmp-new", 9.0, "events"), ("cmp-graph", 10.0, "cuda-graph")):
+    for run_id, gbps, timing in (
+        ("cmp-base", 10.0, "events"),
+        ("cmp-new", 9.0, "events"),
+        ("cmp-graph", 10.0, "cuda-graph"),
+    ):
         assert client.post("/api/runs/import", json=_doc(run_id, gbps, timing)).status_code == 200
     doc = client.get("/api/compare", params={"base": "cmp-base", "new": "cmp-new"}).json()
     assert doc["base"] == {"run_id": "cmp-base", "timing": "events"} and doc["new"]["run_id"] == "cmp-new"
@@ -56,8 +88,15 @@ def test_presets_listed(client):
 
 
 def test_wrong_plugin_through_the_api_is_wrong_never_best(client):
-    body = {"implementations": ["eager", "cli-test-wrong"], "passes": ["fwd"], "dtypes": ["float16"], "M": [64],
-            "N": [128], "repetitions": 3, "warmup": 1}
+    body = {
+        "implementations": ["eager", "cli-test-wrong"],
+        "passes": ["fwd"],
+        "dtypes": ["float16"],
+        "M": [64],
+        "N": [128],
+        "repetitions": 3,
+        "warmup": 1,
+    }
     response = client.post("/benchmark?stream=false", json=body)
     assert response.status_code == 200, response.text
     doc = response.json()
@@ -70,13 +109,41 @@ def test_wrong_plugin_through_the_api_is_wrong_never_best(client):
 
 def _trend_doc(run_id, created_at, device, gbps_by_impl, commit):
     """A run of ``device`` with one fwd row per (impl, N) at the given GB/s."""
-    rows = [{"run_id": run_id, "impl": impl, "pass": "fwd", "dtype": "bfloat16", "M": 64, "N": n, "status": "ok",
-             "median_us": 1.0, "GBps": g, "bytes": 1, "mode": "cuda", "device": {"name": device}, "started_at": 0.0,
-             "ended_at": 0.0, "timing": "events"} for impl, by_n in gbps_by_impl.items() for n, g in by_n.items()]
-    return {"run": {"run_id": run_id, "created_at": created_at, "ceiling_method": "m", "ceiling_GBps": 1.0,
-                    "versions": {}, "sweep": {"timing": "events"}, "git_commit": commit,
-                    "device": {"kind": "cuda", "name": device, "sm_count": 1, "memory_bytes": 1, "l2_bytes": 1}},
-            "rows": rows, "summary": {}}
+    rows = [
+        {
+            "run_id": run_id,
+            "impl": impl,
+            "pass": "fwd",
+            "dtype": "bfloat16",
+            "M": 64,
+            "N": n,
+            "status": "ok",
+            "median_us": 1.0,
+            "GBps": g,
+            "bytes": 1,
+            "mode": "cuda",
+            "device": {"name": device},
+            "started_at": 0.0,
+            "ended_at": 0.0,
+            "timing": "events",
+        }
+        for impl, by_n in gbps_by_impl.items()
+        for n, g in by_n.items()
+    ]
+    return {
+        "run": {
+            "run_id": run_id,
+            "created_at": created_at,
+            "ceiling_method": "m",
+            "ceiling_GBps": 1.0,
+            "versions": {},
+            "sweep": {"timing": "events"},
+            "git_commit": commit,
+            "device": {"kind": "cuda", "name": device, "sm_count": 1, "memory_bytes": 1, "l2_bytes": 1},
+        },
+        "rows": rows,
+        "summary": {},
+    }
 
 
 def test_trends_flag_a_planted_regression_with_the_compare_threshold(client):
@@ -90,8 +157,10 @@ def test_trends_flag_a_planted_regression_with_the_compare_threshold(client):
     second = {impl: {n: g * rng.uniform(0.99, 1.01) for n, g in by.items()} for impl, by in first.items()}
     slow = rng.uniform(0.80, 0.95)  # the planted regression: triton loses 5-20 % at every shape of the third run
     third = {"triton": {n: g * slow for n, g in second["triton"].items()}, "eager": dict(second["eager"])}
-    docs = [_trend_doc(f"trend-{i}-{rng.randrange(10**6)}", f"2026-12-0{i + 1}T00:00:00Z", device, g, f"c{i}")
-            for i, g in enumerate((first, second, third))]
+    docs = [
+        _trend_doc(f"trend-{i}-{rng.randrange(10**6)}", f"2026-12-0{i + 1}T00:00:00Z", device, g, f"c{i}")
+        for i, g in enumerate((first, second, third))
+    ]
     for d in reversed(docs):  # imported newest first: the order comes from created_at, not from the store
         assert client.post("/api/runs/import", json=d).status_code == 200
     trend = client.get("/api/trends", params={"device": device}).json()
@@ -104,6 +173,7 @@ def test_trends_flag_a_planted_regression_with_the_compare_threshold(client):
     assert [(r["impl"], r["run_id"]) for r in trend["regressions"]] == [("triton", docs[2]["run"]["run_id"])]
     # the same rule as `compare`: the mean of its per-shape ratios, against the same threshold
     from engine.compare import DEFAULT_FAIL_BELOW
+
     cmp = client.get("/api/compare", params={"base": docs[1]["run"]["run_id"], "new": docs[2]["run"]["run_id"]}).json()
     ratios = [r["ratio"] for r in cmp["rows"] if r["impl"] == "triton"]
     assert math.isclose(math.prod(ratios) ** (1 / len(ratios)), last["ratio"], rel_tol=1e-9)

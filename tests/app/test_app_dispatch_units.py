@@ -40,10 +40,24 @@ class FakeWorker:
             raise WorkerStartFailed(self.start_error + "\ntraceback")
         self.run_id = run_id
         self.begun.append(run_id)
-        return RunHeader.model_validate({
-            "run_id": run_id, "created_at": "2026-12-03T00:00:00Z", "ceiling_GBps": 10.0, "ceiling_method": "fake",
-            "device": {"kind": "cpu", "name": "fake", "sm_count": 1, "memory_bytes": 1, "l2_bytes": 1,
-                       "label": self.label}, "versions": {}, "sweep": {**sweep.model_dump(), "implementations": implementations}})
+        return RunHeader.model_validate(
+            {
+                "run_id": run_id,
+                "created_at": "2026-12-03T00:00:00Z",
+                "ceiling_GBps": 10.0,
+                "ceiling_method": "fake",
+                "device": {
+                    "kind": "cpu",
+                    "name": "fake",
+                    "sm_count": 1,
+                    "memory_bytes": 1,
+                    "l2_bytes": 1,
+                    "label": self.label,
+                },
+                "versions": {},
+                "sweep": {**sweep.model_dump(), "implementations": implementations},
+            }
+        )
 
     def in_run(self, run_id):
         return self.run_id == run_id
@@ -57,10 +71,24 @@ class FakeWorker:
             if case.impl == "block":
                 assert FakeWorker.gate.wait(10)
             now = time.time()
-            return ResultRow.model_validate({
-                "run_id": self.run_id, "impl": case.impl, "pass": case.pass_, "dtype": case.dtype, "M": case.M,
-                "N": case.N, "status": "ok", "median_us": 1.0, "GBps": float(case.M), "bytes": 1, "mode": "cpu",
-                "device": row_device(None, self.label).model_dump(), "started_at": now, "ended_at": now})
+            return ResultRow.model_validate(
+                {
+                    "run_id": self.run_id,
+                    "impl": case.impl,
+                    "pass": case.pass_,
+                    "dtype": case.dtype,
+                    "M": case.M,
+                    "N": case.N,
+                    "status": "ok",
+                    "median_us": 1.0,
+                    "GBps": float(case.M),
+                    "bytes": 1,
+                    "mode": "cpu",
+                    "device": row_device(None, self.label).model_dump(),
+                    "started_at": now,
+                    "ended_at": now,
+                }
+            )
         finally:
             self.busy.release()
 
@@ -74,8 +102,17 @@ class FakeWorker:
         return row_device(None, self.label)
 
     def describe(self):
-        return {"label": self.label, "index": 0, "name": self.label, "uuid": None, "ready": True, "pid": None,
-                "restarts": self.restarts, "error": self.start_error, "self_check": None}
+        return {
+            "label": self.label,
+            "index": 0,
+            "name": self.label,
+            "uuid": None,
+            "ready": True,
+            "pid": None,
+            "restarts": self.restarts,
+            "error": self.start_error,
+            "self_check": None,
+        }
 
     def kill(self):
         pass
@@ -102,8 +139,9 @@ def make(tmp_path):
 
 
 def submit(scheduler, impls_m, **request):
-    request = BenchmarkRequest.model_validate({"implementations": ["eager"], "passes": ["fwd"], "dtypes": ["float32"],
-                                               "M": [8], "N": [64], **request})
+    request = BenchmarkRequest.model_validate(
+        {"implementations": ["eager"], "passes": ["fwd"], "dtypes": ["float32"], "M": [8], "N": [64], **request}
+    )
     cases = [Case(impl=impl, pass_="fwd", dtype="float32", M=m, N=64) for impl, m in impls_m]
     lines: list[dict] = []
     job = scheduler.submit(request, request.engine_sweep(), cases, listener=lines.append)
@@ -116,9 +154,15 @@ def test_dead_worker_case_is_an_error_row_and_the_run_goes_on_in_a_new_one(make)
     job, lines = submit(scheduler, [("eager", ms[0]), ("die", ms[1]), ("eager", ms[2])], baseline="eager")
     assert job.finished.wait(10)
     rows = [line for line in lines if line["type"] == "row"]
-    assert [(r["impl"], r["M"], r["status"]) for r in rows] == [("eager", ms[0], "ok"), ("die", ms[1], "error"),
-                                                                ("eager", ms[2], "ok")]
-    assert rows[1]["reason"] == f"worker for cpu:0 died (exit code 3) while running die fwd float32 M={ms[1]} N=64; restarted"
+    assert [(r["impl"], r["M"], r["status"]) for r in rows] == [
+        ("eager", ms[0], "ok"),
+        ("die", ms[1], "error"),
+        ("eager", ms[2], "ok"),
+    ]
+    assert (
+        rows[1]["reason"]
+        == f"worker for cpu:0 died (exit code 3) while running die fwd float32 M={ms[1]} N=64; restarted"
+    )
     assert rows[1]["device"]["label"] == "cpu:0" and rows[1]["bytes"] > 0
     worker = scheduler.workers["cpu:0"]
     assert worker.restarts == 1 and worker.begun == [job.run_id, job.run_id]  # begun again in the new worker
@@ -137,8 +181,10 @@ def test_a_device_that_cannot_start_leaves_error_rows_naming_why(make):
     assert job.finished.wait(10)
     rows = [line for line in lines if line["type"] == "row"]
     assert len(rows) == 2 and all(r["status"] == "error" for r in rows)
-    assert rows[0]["reason"] == ("no device could run eager fwd float32 M=8 N=64: cpu:0: could not prepare the run: "
-                                 "worker for cpu:0 could not start: boom")
+    assert rows[0]["reason"] == (
+        "no device could run eager fwd float32 M=8 N=64: cpu:0: could not prepare the run: "
+        "worker for cpu:0 could not start: boom"
+    )
     document = job.document()
     assert document["run"] is None and document["summary"]["complete"] is False
 

@@ -35,11 +35,17 @@ def cluster():
     saved = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), saved]))
     try:
-        cluster = Cluster(initialize_head=True, head_node_args={
-            **NODE_ARGS, "num_gpus": 1, "resources": {"accelerator_type:H100": 1}, "labels": {"name": "node-h100"},
-            "include_dashboard": False})
-        cluster.add_node(**NODE_ARGS, num_gpus=2, resources={"accelerator_type:A100": 1},
-                         labels={"name": "node-a100"})
+        cluster = Cluster(
+            initialize_head=True,
+            head_node_args={
+                **NODE_ARGS,
+                "num_gpus": 1,
+                "resources": {"accelerator_type:H100": 1},
+                "labels": {"name": "node-h100"},
+                "include_dashboard": False,
+            },
+        )
+        cluster.add_node(**NODE_ARGS, num_gpus=2, resources={"accelerator_type:A100": 1}, labels={"name": "node-a100"})
     finally:
         if saved is None:
             os.environ.pop("PYTHONPATH", None)
@@ -96,7 +102,11 @@ def test_placement_by_gpu_model_and_node(server):
     for row in rows:  # each row says where in the fleet it was measured
         assert row.mode == "cpu" and row.status == "ok"
         assert (row.device.host, row.device.index, row.device.name, row.device.uuid) == (
-            slot["host"], slot["index"], slot["name"], slot["uuid"])
+            slot["host"],
+            slot["index"],
+            slot["name"],
+            slot["uuid"],
+        )
     assert header.sweep["device"] == "h100"
 
     stream = post_stream(server.url, {**one, "device": "a100", "split": True})
@@ -105,8 +115,12 @@ def test_placement_by_gpu_model_and_node(server):
     stream = post_stream(server.url, {**one, "node": "node-a100"})
     assert {r["device"]["label"] for r in lines_of(stream, "row")} <= a100
 
-    for change, field in (({"device": "v100"}, "device"), ({"node": "elsewhere"}, "node"),
-                          ({"device": "h100", "node": "node-a100"}, "node"), ({"node": "a b"}, "node")):
+    for change, field in (
+        ({"device": "v100"}, "device"),
+        ({"node": "elsewhere"}, "node"),
+        ({"device": "h100", "node": "node-a100"}, "node"),
+        ({"node": "a b"}, "node"),
+    ):
         response = httpx.post(server.url + "/benchmark", json={**one, **change}, timeout=30)
         assert response.status_code == 422, (change, response.text)
         assert any(field in err["loc"] for err in response.json()["detail"]), response.text
@@ -116,8 +130,12 @@ def test_the_services_write_rules_hold_on_a_fleet(server):
     one = {**TINY_SWEEP, "implementations": ["eager"], "passes": ["fwd"], "M": [8]}
     response = httpx.post(server.url + "/benchmark", json=one, headers={"Host": "rebound.example"}, timeout=30)
     assert response.status_code == 403 and "Host" in response.json()["detail"]  # no DNS rebinding
-    response = httpx.post(server.url + "/benchmark", content=b"{" + b" " * (2 << 20) + b"}",
-                          headers={"content-type": "application/json"}, timeout=30)
+    response = httpx.post(
+        server.url + "/benchmark",
+        content=b"{" + b" " * (2 << 20) + b"}",
+        headers={"content-type": "application/json"},
+        timeout=30,
+    )
     assert response.status_code == 413
     response = httpx.post(server.url + "/benchmark", json={**one, "ray_address": "10.9.9.9:6379"}, timeout=30)
     assert response.status_code == 422 and "ray_address" in response.text  # configuration, never a request's
@@ -174,8 +192,12 @@ ray.kill(ray.get_actor(max(names, key=lambda n: int(n.rsplit("-", 1)[1])), names
 def _kill_actor(address: str, label: str) -> None:
     """Kill the newest actor of GPU ``label`` from a driver of its own: a driver in this process (ray.init) would leave
     Ray's listening sockets behind in it, and the service tests that follow would see an exposed process."""
-    subprocess.run([sys.executable, "-c", KILL_ACTOR, address, label], check=True, timeout=180,
-                   env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))})
+    subprocess.run(
+        [sys.executable, "-c", KILL_ACTOR, address, label],
+        check=True,
+        timeout=180,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))},
+    )
 
 
 def test_actor_killed_mid_sweep_gives_an_error_row_and_the_sweep_completes(server, cluster):
@@ -205,8 +227,11 @@ def test_actor_killed_mid_sweep_gives_an_error_row_and_the_sweep_completes(serve
     assert summary["ok"] == len(ms) - 1 and summary["complete"] is True
     stored = httpx.get(f"{server.url}/api/runs/{rows[0]['run_id']}", timeout=10).json()
     assert len(stored["rows"]) == len(ms)  # nothing measured is lost
-    health = wait_for(lambda: (h := server.health()) and by_label(h)[victim]["ready"] and h, timeout=120,
-                      what="the killed actor's GPU back")
+    health = wait_for(
+        lambda: (h := server.health()) and by_label(h)[victim]["ready"] and h,
+        timeout=120,
+        what="the killed actor's GPU back",
+    )
     assert by_label(health)[victim]["restarts"] == result["restarts"] + 1
 
 
@@ -216,8 +241,10 @@ def test_the_page_lists_the_fleet(server):
 
     health = server.health()
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=os.environ.get("RMSNORM_CHROMIUM", "/usr/bin/chromium"),
-                                    args=["--no-sandbox", "--disable-gpu"])
+        browser = p.chromium.launch(
+            executable_path=os.environ.get("RMSNORM_CHROMIUM", "/usr/bin/chromium"),
+            args=["--no-sandbox", "--disable-gpu"],
+        )
         try:
             page = browser.new_page()
             page.goto(server.url + "/")
@@ -258,13 +285,19 @@ def test_node_leaving_mid_sweep_errors_its_cases_and_the_rest_goes_on(server, cl
     assert all("died" in r["reason"] for r in lost)
     assert all(r["status"] == "ok" for r in rows if r not in lost)
     assert any(r["device"]["label"] in h100 and r["status"] == "ok" for r in rows)  # the rest went on
-    health = wait_for(lambda: (h := server.health()) and not all(n["alive"] for n in h["fleet"]["nodes"]) and h,
-                      timeout=60, what="the node marked gone")
+    health = wait_for(
+        lambda: (h := server.health()) and not all(n["alive"] for n in h["fleet"]["nodes"]) and h,
+        timeout=60,
+        what="the node marked gone",
+    )
     gone = next(n for n in health["fleet"]["nodes"] if not n["alive"])
     assert {g["label"] for g in gone["gpus"]} == a100
     # a request pinned to the gone node's model is answered: error rows saying why, not a hang
-    stream = post_stream(server.url, {**TINY_SWEEP, "implementations": ["eager"], "passes": ["fwd"], "M": [8],
-                                      "device": "a100"}, timeout=120)
+    stream = post_stream(
+        server.url,
+        {**TINY_SWEEP, "implementations": ["eager"], "passes": ["fwd"], "M": [8], "device": "a100"},
+        timeout=120,
+    )
     rows = lines_of(stream, "row")
     assert len(rows) == 1 and rows[0]["status"] == "error", rows
     assert "not in the Ray cluster" in rows[0]["reason"] or "could not" in rows[0]["reason"], rows[0]["reason"]

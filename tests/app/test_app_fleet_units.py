@@ -33,33 +33,66 @@ def test_devices_by_model_and_node():
     with pytest.raises(UnknownNode, match="gpu-a, gpu-b"):
         books.devices_for("h100", node="gpu-b", traits=traits)
     assert UnknownNode("x").field == "node" and UnknownDevice("x").field == "device"
-    assert books.by_model(["cuda:2", "cuda:0", "cuda:1"], traits) == {"A100-80G": ["cuda:2", "cuda:1"],
-                                                                     "H100": ["cuda:0"]}
+    assert books.by_model(["cuda:2", "cuda:0", "cuda:1"], traits) == {
+        "A100-80G": ["cuda:2", "cuda:1"],
+        "H100": ["cuda:0"],
+    }
 
 
 def test_slots_from_the_cluster_nodes(monkeypatch):
     nodes = [
-        {"NodeID": "b" * 56, "Alive": True, "NodeManagerHostname": "gpu-b", "NodeManagerAddress": "10.0.0.2",
-         "Resources": {"GPU": 2.0, "CPU": 64.0, "accelerator_type:A100-80G": 1.0}, "Labels": {"ray.io/node-id": "b"}},
-        {"NodeID": "c" * 56, "Alive": False, "NodeManagerHostname": "gpu-c", "NodeManagerAddress": "10.0.0.3",
-         "Resources": {"GPU": 8.0}},
-        {"NodeID": "a" * 56, "Alive": True, "NodeManagerHostname": "gpu-a", "NodeManagerAddress": "10.0.0.1",
-         "Resources": {"GPU": 1.0, "accelerator_type:H100": 1.0}, "Labels": {"rack": "r7"}},
-        {"NodeID": "d" * 56, "Alive": True, "NodeManagerHostname": "cpu-only", "NodeManagerAddress": "10.0.0.4",
-         "Resources": {"CPU": 32.0}},
+        {
+            "NodeID": "b" * 56,
+            "Alive": True,
+            "NodeManagerHostname": "gpu-b",
+            "NodeManagerAddress": "10.0.0.2",
+            "Resources": {"GPU": 2.0, "CPU": 64.0, "accelerator_type:A100-80G": 1.0},
+            "Labels": {"ray.io/node-id": "b"},
+        },
+        {
+            "NodeID": "c" * 56,
+            "Alive": False,
+            "NodeManagerHostname": "gpu-c",
+            "NodeManagerAddress": "10.0.0.3",
+            "Resources": {"GPU": 8.0},
+        },
+        {
+            "NodeID": "a" * 56,
+            "Alive": True,
+            "NodeManagerHostname": "gpu-a",
+            "NodeManagerAddress": "10.0.0.1",
+            "Resources": {"GPU": 1.0, "accelerator_type:H100": 1.0},
+            "Labels": {"rack": "r7"},
+        },
+        {
+            "NodeID": "d" * 56,
+            "Alive": True,
+            "NodeManagerHostname": "cpu-only",
+            "NodeManagerAddress": "10.0.0.4",
+            "Resources": {"CPU": 32.0},
+        },
     ]
     fleet = RayFleet("auto")
     monkeypatch.setattr(fleet, "nodes", lambda fresh=False: nodes)
     slots = fleet.discover()
-    assert [(s.host, s.slot, s.model) for s in slots] == [("gpu-a", 0, "H100"), ("gpu-b", 0, "A100-80G"),
-                                                          ("gpu-b", 1, "A100-80G")]
+    assert [(s.host, s.slot, s.model) for s in slots] == [
+        ("gpu-a", 0, "H100"),
+        ("gpu-b", 0, "A100-80G"),
+        ("gpu-b", 1, "A100-80G"),
+    ]
     assert slots[0].names() == ["gpu-a", "10.0.0.1", "a" * 56, "r7"]
     assert fleet.node_alive("a" * 56) and not fleet.node_alive("c" * 56) and not fleet.node_alive("z")
     fleet.slots = {f"cuda:{i}": slot for i, slot in enumerate(slots)}
-    status = fleet.status([{"label": "cuda:0", "node": "a" * 56, "ready": True, "queue_length": 1, "busy": True},
-                           {"label": "cuda:1", "node": "b" * 56, "ready": False, "queue_length": 0, "busy": False}])
+    status = fleet.status(
+        [
+            {"label": "cuda:0", "node": "a" * 56, "ready": True, "queue_length": 1, "busy": True},
+            {"label": "cuda:1", "node": "b" * 56, "ready": False, "queue_length": 0, "busy": False},
+        ]
+    )
     assert [(n["host"], n["alive"], [g["label"] for g in n["gpus"]]) for n in status["nodes"]] == [
-        ("gpu-a", True, ["cuda:0"]), ("gpu-b", True, ["cuda:1"])]
+        ("gpu-a", True, ["cuda:0"]),
+        ("gpu-b", True, ["cuda:1"]),
+    ]
     assert status["gpus"] == 3 and status["ready"] == 1
 
 
@@ -83,10 +116,17 @@ def test_an_address_where_nothing_listens_is_refused_at_once():
     import subprocess
     import sys
 
-    code = ("import time\nfrom app.fleet import FleetUnavailable, RayFleet\nfrom app.live_server import free_port\n"
-            "started = time.monotonic()\ntry:\n    RayFleet(f'127.0.0.1:{free_port()}').connect()\n"
-            "except FleetUnavailable as exc:\n    print('refused:', exc)\n    print(time.monotonic() - started)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180,
-                         cwd=str(Path(__file__).resolve().parents[2]))
+    code = (
+        "import time\nfrom app.fleet import FleetUnavailable, RayFleet\nfrom app.live_server import free_port\n"
+        "started = time.monotonic()\ntry:\n    RayFleet(f'127.0.0.1:{free_port()}').connect()\n"
+        "except FleetUnavailable as exc:\n    print('refused:', exc)\n    print(time.monotonic() - started)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=str(Path(__file__).resolve().parents[2]),
+    )
     assert "refused:" in out.stdout and "nothing answers there" in out.stdout, (out.stdout, out.stderr[-2000:])
     assert float(out.stdout.strip().splitlines()[-1]) < 30

@@ -24,8 +24,9 @@ RUN_FILE = json.loads(sorted((REPO / "results").glob("*small.json"))[0].read_tex
 
 
 def make_app(tmp_path, **settings):
-    config = Settings.from_env(data_dir=tmp_path / "data", devices="cpu", results_dir="", start_workers=False,
-                               max_queue=0, **settings)
+    config = Settings.from_env(
+        data_dir=tmp_path / "data", devices="cpu", results_dir="", start_workers=False, max_queue=0, **settings
+    )
     return create_app(config)
 
 
@@ -43,6 +44,7 @@ def a_run(run_id="hardening-1", **row_changes) -> dict:
 
 
 # -- who may write ---------------------------------------------------------------------------------------------
+
 
 def test_foreign_host_cannot_write_on_loopback(client):
     """DNS rebinding: a page of attacker.example whose name now resolves to 127.0.0.1 cannot start or delete."""
@@ -93,9 +95,11 @@ def test_token_is_compared_in_constant_time(monkeypatch, tmp_path):
 
 # -- bodies ------------------------------------------------------------------------------------------------------
 
+
 def test_big_body_is_413_before_parsing(client):
-    response = client.post("/benchmark", content=b"[" + b"1," * (1 << 20) + b"1]",
-                           headers={"content-type": "application/json"})
+    response = client.post(
+        "/benchmark", content=b"[" + b"1," * (1 << 20) + b"1]", headers={"content-type": "application/json"}
+    )
     assert response.status_code == 413 and "1048576 bytes" in response.json()["detail"]
 
 
@@ -115,8 +119,12 @@ def test_announced_big_body_is_refused_unread():
     async def app(scope, receive, send):
         raise AssertionError("the app was reached")
 
-    scope = {"type": "http", "method": "POST", "path": "/benchmark",
-             "headers": [(b"content-length", str(20 << 20).encode())]}
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/benchmark",
+        "headers": [(b"content-length", str(20 << 20).encode())],
+    }
     asyncio.run(BodyLimit(app, limit=1 << 20, import_limit=16 << 20)(scope, receive, send))
     assert received == [] and sent[0]["status"] == 413
 
@@ -180,13 +188,19 @@ def test_chunked_big_body_is_413(client):
     def chunks():
         for _ in range(64):
             yield b" " * 65536
+
     response = client.post("/benchmark", content=chunks(), headers={"content-type": "application/json"})
     assert response.status_code == 413
 
 
-@pytest.mark.parametrize("raw, field", [
-    (b'{"M": [NaN]}', "M.0"), (b'{"repetitions": Infinity}', "repetitions"), (b'{"N": [1e999]}', "N.0"),
-])
+@pytest.mark.parametrize(
+    "raw, field",
+    [
+        (b'{"M": [NaN]}', "M.0"),
+        (b'{"repetitions": Infinity}', "repetitions"),
+        (b'{"N": [1e999]}', "N.0"),
+    ],
+)
 def test_non_finite_sweep_numbers_are_422_naming_the_field(client, raw, field):
     response = client.post("/benchmark", content=raw, headers={"content-type": "application/json"})
     assert response.status_code == 422, response.text
@@ -224,8 +238,10 @@ def test_unaddressable_run_ids_are_refused(client, run_id):
     assert client.post("/api/runs/import", json=a_run(run_id)).status_code == 422
 
 
-@pytest.mark.parametrize("change", [{"median_us": -1.0}, {"M": -4}, {"M": 0}, {"impl": "x" * 65},
-                                    {"device": {"name": "d" * 5000}}, {"bytes": -1}])
+@pytest.mark.parametrize(
+    "change",
+    [{"median_us": -1.0}, {"M": -4}, {"M": 0}, {"impl": "x" * 65}, {"device": {"name": "d" * 5000}}, {"bytes": -1}],
+)
 def test_import_limits(client, change):
     response = client.post("/api/runs/import", json=a_run(**change))
     assert response.status_code == 422, response.text
@@ -351,8 +367,9 @@ def test_health_answers_while_a_big_body_is_refused(tmp_path):
     async def scenario():
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url=LOOPBACK) as http:
-            big = asyncio.create_task(http.post("/benchmark", content=b"x" * (20 << 20),
-                                                headers={"content-type": "application/json"}))
+            big = asyncio.create_task(
+                http.post("/benchmark", content=b"x" * (20 << 20), headers={"content-type": "application/json"})
+            )
             started = time.perf_counter()
             health = await http.get("/api/health")
             elapsed = time.perf_counter() - started

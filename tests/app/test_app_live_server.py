@@ -58,8 +58,12 @@ def test_curl_streams_ndjson(server):
     if shutil.which("curl") is None:
         pytest.skip("curl is not installed")
     body = json.dumps({**TINY_SWEEP, "implementations": ["eager"], "passes": ["fwd"]})
-    out = subprocess.run(["curl", "-sN", "-X", "POST", f"{server.url}/benchmark", "-H",
-                          "content-type: application/json", "-d", body], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        ["curl", "-sN", "-X", "POST", f"{server.url}/benchmark", "-H", "content-type: application/json", "-d", body],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     lines = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
     lines = [line for line in lines if line["type"] != "heartbeat"]  # a slow case on a busy machine may send some
     assert [line["type"] for line in lines] == ["queued", "header", "row", "row", "summary"]
@@ -106,8 +110,9 @@ def test_full_queue_is_429_and_disconnect_cancels(server):
     seen: dict[str, list] = {"a": [], "b": []}
 
     def hang_up_after_first_row() -> None:
-        with httpx.stream("POST", server.url + "/benchmark", json=slow_sweep([8, 16, 24, 32, 40, 48]),
-                          timeout=120) as response:
+        with httpx.stream(
+            "POST", server.url + "/benchmark", json=slow_sweep([8, 16, 24, 32, 40, 48]), timeout=120
+        ) as response:
             for raw in response.iter_lines():
                 if raw.strip():
                     seen["a"].append(json.loads(raw))
@@ -132,8 +137,11 @@ def test_full_queue_is_429_and_disconnect_cancels(server):
     assert first_row.wait(120)
     a.join(60)
     run_id = seen["a"][0]["run_id"]
-    run = wait_for(lambda: (lambda r: r if r["summary"].get("running") is not True else None)(stored(server, run_id)),
-                   timeout=60, what="cancelled run finalised")
+    run = wait_for(
+        lambda: (lambda r: r if r["summary"].get("running") is not True else None)(stored(server, run_id)),
+        timeout=60,
+        what="cancelled run finalised",
+    )
     assert run["summary"]["complete"] is False and run["summary"]["cancelled"] is True
     assert 1 <= len(run["rows"]) < 6  # what was measured is kept, the rest was dropped
     listed = {r["run_id"]: r for r in httpx.get(server.url + "/api/runs", timeout=10).json()}
@@ -161,8 +169,11 @@ def test_one_document_request_is_cancelled_when_its_client_leaves(server):
     """``?stream=false``: the client gives up waiting; the server notices, drops the rest, keeps what it measured."""
     before = {r["run_id"] for r in httpx.get(server.url + "/api/runs", timeout=10).json()}
     with pytest.raises(httpx.ReadTimeout):
-        httpx.post(server.url + "/benchmark?stream=false", json=slow_sweep([8, 16, 24, 32, 40, 48, 56, 64]),
-                   timeout=httpx.Timeout(10, read=1.5))
+        httpx.post(
+            server.url + "/benchmark?stream=false",
+            json=slow_sweep([8, 16, 24, 32, 40, 48, 56, 64]),
+            timeout=httpx.Timeout(10, read=1.5),
+        )
 
     def finished_run():
         runs = [r for r in httpx.get(server.url + "/api/runs", timeout=10).json() if r["run_id"] not in before]
@@ -179,8 +190,10 @@ def test_announced_big_body_is_refused_before_it_is_sent(server):
     """Issue 12: a Content-Length of 20 MB with only 1 KiB sent is answered 413 at once. A server that read (or
     parsed) the body before refusing would wait here for 20 MB that never come."""
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw:
-        raw.sendall(b"POST /benchmark HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                    b"Content-Length: 20000000\r\n\r\n" + b"[" * 1024)
+        raw.sendall(
+            b"POST /benchmark HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 20000000\r\n\r\n" + b"[" * 1024
+        )
         # the whole answer, up to the server's close (it says "connection: close"): headers and body may come in
         # separate segments. socket.timeout (10 s) if the server waits for the body instead.
         answer = b""
@@ -200,8 +213,9 @@ def test_streamed_big_body_is_refused_at_the_cap_not_at_its_end(server):
             time.sleep(0.003)
             yield chunk
 
-    response = httpx.post(server.url + "/benchmark", content=body(), timeout=60,
-                          headers={"content-type": "application/json"})
+    response = httpx.post(
+        server.url + "/benchmark", content=body(), timeout=60, headers={"content-type": "application/json"}
+    )
     assert response.status_code == 413 and "1048576 bytes" in response.json()["detail"]
     assert sum(sent) < 8 << 20, f"{sum(sent)} bytes taken before the 413"
     assert server.health()["gpus"][0]["ready"]

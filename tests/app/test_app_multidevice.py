@@ -42,7 +42,9 @@ def test_pinned_request_runs_on_that_device(server):
 
 def test_least_busy_device_is_chosen(server):
     results = {}
-    long_job = threading.Thread(target=lambda: results.setdefault("long", post_stream(server.url, slow_sweep([8, 16, 24]))))
+    long_job = threading.Thread(
+        target=lambda: results.setdefault("long", post_stream(server.url, slow_sweep([8, 16, 24])))
+    )
     long_job.start()
     wait_for(lambda: any(d["busy"] for d in server.health()["gpus"]), what="long job running")
     busy = [d["label"] for d in server.health()["gpus"] if d["busy"]]
@@ -79,14 +81,28 @@ def test_split_spreads_cases_over_devices(server):
 def test_killed_worker_is_restarted_and_others_go_on(server):
     restarts_before = server.health()["gpus"][1]["restarts"]
     other = {}
-    bystander = threading.Thread(target=lambda: other.setdefault(
-        "stream", post_stream(server.url, slow_sweep([8, 16, 24, 32], device="cpu:0"))))
+    bystander = threading.Thread(
+        target=lambda: other.setdefault("stream", post_stream(server.url, slow_sweep([8, 16, 24, 32], device="cpu:0")))
+    )
     bystander.start()
-    stream = post_stream(server.url, {**TINY_SWEEP, "implementations": ["crash-exit", "eager"], "passes": ["fwd"],
-                                      "M": [32], "N": [128, 256], "device": "cpu:1"})
+    stream = post_stream(
+        server.url,
+        {
+            **TINY_SWEEP,
+            "implementations": ["crash-exit", "eager"],
+            "passes": ["fwd"],
+            "M": [32],
+            "N": [128, 256],
+            "device": "cpu:1",
+        },
+    )
     rows = lines_of(stream, "row")
-    assert [(r["impl"], r["N"]) for r in rows] == [("crash-exit", 128), ("eager", 128), ("crash-exit", 256),
-                                                   ("eager", 256)]
+    assert [(r["impl"], r["N"]) for r in rows] == [
+        ("crash-exit", 128),
+        ("eager", 128),
+        ("crash-exit", 256),
+        ("eager", 256),
+    ]
     for row in rows:
         ResultRow.model_validate(row)
         assert row["device"]["label"] == "cpu:1"

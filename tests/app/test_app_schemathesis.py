@@ -22,8 +22,16 @@ from app.settings import Settings
 
 _DATA = tempfile.TemporaryDirectory(prefix="rmsnorm-schemathesis-")
 # allowed_hosts: schemathesis' in-process client names the Host "testserver", which the service refuses by default
-APP = create_app(Settings.from_env(data_dir=Path(_DATA.name), devices="cpu", results_dir="", start_workers=False,
-                                   max_queue=0, allowed_hosts="testserver"))
+APP = create_app(
+    Settings.from_env(
+        data_dir=Path(_DATA.name),
+        devices="cpu",
+        results_dir="",
+        start_workers=False,
+        max_queue=0,
+        allowed_hosts="testserver",
+    )
+)
 schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
 
 MAX_EXAMPLES = 50

@@ -5,14 +5,17 @@ import pytest
 from app.settings import Settings, is_loopback, parse_devices
 
 
-@pytest.mark.parametrize("spec, labels", [
-    ("cpu", ["cpu:0"]),
-    ("cpu*3", ["cpu:0", "cpu:1", "cpu:2"]),
-    ("cpu,cpu,cpu", ["cpu:0", "cpu:1", "cpu:2"]),
-    ("cuda:0,cuda:3", ["cuda:0", "cuda:3"]),
-    ("cuda*2", ["cuda:0", "cuda:1"]),
-    (" CUDA:1 , cpu ", ["cuda:1", "cpu:0"]),
-])
+@pytest.mark.parametrize(
+    "spec, labels",
+    [
+        ("cpu", ["cpu:0"]),
+        ("cpu*3", ["cpu:0", "cpu:1", "cpu:2"]),
+        ("cpu,cpu,cpu", ["cpu:0", "cpu:1", "cpu:2"]),
+        ("cuda:0,cuda:3", ["cuda:0", "cuda:3"]),
+        ("cuda*2", ["cuda:0", "cuda:1"]),
+        (" CUDA:1 , cpu ", ["cuda:1", "cpu:0"]),
+    ],
+)
 def test_parse_devices(spec, labels):
     assert parse_devices(spec) == labels
 
@@ -48,8 +51,17 @@ def test_default_devices_without_gpu_is_one_cpu(monkeypatch):
     assert Settings.from_env().resolved_devices() == expected
 
 
-@pytest.mark.parametrize("host, loop", [("127.0.0.1", True), ("localhost", True), ("::1", True),
-                                        ("0.0.0.0", False), ("10.0.0.5", False), ("example.org", False)])
+@pytest.mark.parametrize(
+    "host, loop",
+    [
+        ("127.0.0.1", True),
+        ("localhost", True),
+        ("::1", True),
+        ("0.0.0.0", False),
+        ("10.0.0.5", False),
+        ("example.org", False),
+    ],
+)
 def test_loopback(host, loop):
     assert is_loopback(host) is loop
 
@@ -57,13 +69,25 @@ def test_loopback(host, loop):
 def test_every_documented_variable_is_read(monkeypatch, tmp_path):
     """Each RMSNORM_ variable of the service (README, docs, tests) sets its field; none is silently ignored."""
     env = {
-        "RMSNORM_DATA_DIR": str(tmp_path / "d"), "RMSNORM_HOST": "0.0.0.0", "RMSNORM_PORT": "8123",
-        "RMSNORM_API_TOKEN": "tok", "RMSNORM_ALLOW_NO_TOKEN": "1", "RMSNORM_EXPOSED": "true",
-        "RMSNORM_ALLOWED_HOSTS": "bench.example, other.example", "RMSNORM_MAX_BODY_BYTES": "4096",
-        "RMSNORM_MAX_IMPORT_BYTES": "8192", "RMSNORM_MAX_QUEUE": "2", "RMSNORM_DEVICES": "cpu*2",
-        "RMSNORM_RESULTS_DIR": str(tmp_path / "r"), "RMSNORM_CEILING_BYTES": "65536", "RMSNORM_CASE_TIMEOUT_S": "7.5",
-        "RMSNORM_PLUGINS": "a.b, c:d", "RMSNORM_SELF_CHECK": "gpu", "RMSNORM_START_WORKERS": "0",
-        "RMSNORM_STATIC_DIR": str(tmp_path / "s"), "RMSNORM_TEMPLATES_DIR": str(tmp_path / "t"),
+        "RMSNORM_DATA_DIR": str(tmp_path / "d"),
+        "RMSNORM_HOST": "0.0.0.0",
+        "RMSNORM_PORT": "8123",
+        "RMSNORM_API_TOKEN": "tok",
+        "RMSNORM_ALLOW_NO_TOKEN": "1",
+        "RMSNORM_EXPOSED": "true",
+        "RMSNORM_ALLOWED_HOSTS": "bench.example, other.example",
+        "RMSNORM_MAX_BODY_BYTES": "4096",
+        "RMSNORM_MAX_IMPORT_BYTES": "8192",
+        "RMSNORM_MAX_QUEUE": "2",
+        "RMSNORM_DEVICES": "cpu*2",
+        "RMSNORM_RESULTS_DIR": str(tmp_path / "r"),
+        "RMSNORM_CEILING_BYTES": "65536",
+        "RMSNORM_CASE_TIMEOUT_S": "7.5",
+        "RMSNORM_PLUGINS": "a.b, c:d",
+        "RMSNORM_SELF_CHECK": "gpu",
+        "RMSNORM_START_WORKERS": "0",
+        "RMSNORM_STATIC_DIR": str(tmp_path / "s"),
+        "RMSNORM_TEMPLATES_DIR": str(tmp_path / "t"),
     }
     for key, value in env.items():
         monkeypatch.setenv(key, value)
@@ -83,8 +107,17 @@ def test_every_documented_variable_is_read(monkeypatch, tmp_path):
 
 
 def test_defaults(monkeypatch):
-    for key in ("RMSNORM_HOST", "RMSNORM_PORT", "RMSNORM_API_TOKEN", "RMSNORM_MAX_QUEUE", "RMSNORM_CASE_TIMEOUT_S",
-                "RMSNORM_MAX_BODY_BYTES", "RMSNORM_EXPOSED", "RMSNORM_SELF_CHECK", "RMSNORM_PLUGINS"):
+    for key in (
+        "RMSNORM_HOST",
+        "RMSNORM_PORT",
+        "RMSNORM_API_TOKEN",
+        "RMSNORM_MAX_QUEUE",
+        "RMSNORM_CASE_TIMEOUT_S",
+        "RMSNORM_MAX_BODY_BYTES",
+        "RMSNORM_EXPOSED",
+        "RMSNORM_SELF_CHECK",
+        "RMSNORM_PLUGINS",
+    ):
         monkeypatch.delenv(key, raising=False)
     s = Settings.from_env()
     assert (s.host, s.port, s.api_token, s.max_queue, s.case_timeout_s) == ("127.0.0.1", 8000, None, 8, 900.0)

@@ -11,8 +11,15 @@ HEADER = {"run_id": "r1", "created_at": "2026-12-02T14:00:00Z", "device": {"kind
 
 
 def row(impl: str, pass_: str, median: float, launch=None) -> dict:
-    return {"run_id": "r1", "impl": impl, "pass": pass_, "status": "ok", "median_us": median,
-            "device": {"index": 0, "name": "Some CPU", "label": "cpu:0"}, "launch": launch}
+    return {
+        "run_id": "r1",
+        "impl": impl,
+        "pass": pass_,
+        "status": "ok",
+        "median_us": median,
+        "device": {"index": 0, "name": "Some CPU", "label": "cpu:0"},
+        "launch": launch,
+    }
 
 
 def test_live_run_round_trip(tmp_path):
@@ -25,12 +32,25 @@ def test_live_run_round_trip(tmp_path):
     store.finish_run("r1", {"rows": 2, "complete": True}, complete=True)
     document = store.get_run("r1")
     assert document["run"] == HEADER and [r["impl"] for r in document["rows"]] == ["eager", "triton"]
-    assert store.list_runs() == [{"run_id": "r1", "created_at": HEADER["created_at"], "device_name": "Some CPU",
-                                  "kind": "cpu", "rows": 2, "complete": True, "source": "live",
-                                  "timing": document["rows"][0].get("timing"), "label": None, "git_commit": None,
-                                  "git_dirty": None, "versions": {"torch": None, "triton": None},
-                                  "counts": {"ok": 2, "skipped": 0, "error": 0, "wrong": 0},
-                                  "implementations": ["eager", "triton"], "passes": ["bwd", "fwd"]}]
+    assert store.list_runs() == [
+        {
+            "run_id": "r1",
+            "created_at": HEADER["created_at"],
+            "device_name": "Some CPU",
+            "kind": "cpu",
+            "rows": 2,
+            "complete": True,
+            "source": "live",
+            "timing": document["rows"][0].get("timing"),
+            "label": None,
+            "git_commit": None,
+            "git_dirty": None,
+            "versions": {"torch": None, "triton": None},
+            "counts": {"ok": 2, "skipped": 0, "error": 0, "wrong": 0},
+            "implementations": ["eager", "triton"],
+            "passes": ["bwd", "fwd"],
+        }
+    ]
     table = list(csv.DictReader(io.StringIO(store.export_csv("r1"))))
     assert [t["launch.programs"] for t in table] == ["", "264"] and "launch" not in table[0]
     assert [float(t["median_us"]) for t in table] == [1.5, 2.5] and table[0]["device.label"] == "cpu:0"
@@ -57,10 +77,13 @@ def test_import_is_idempotent_and_survives_reopening(tmp_path):
 
 def test_listing_names_the_file_commit_versions_and_counts_each_status(tmp_path):
     header = {**HEADER, "git_commit": "abc1234", "git_dirty": True, "versions": {"torch": "2.13", "triton": "3.6"}}
-    rows = [row("eager", "fwd", 1.0), {**row("triton", "fwd", 0.5), "status": "wrong"},
-            {**row("triton", "bwd", 0.0), "status": "skipped", "median_us": None},
-            {**row("liger", "bwd", 0.0), "status": "skipped", "median_us": None},
-            {**row("quack", "bwd", 0.0), "status": "error", "median_us": None}]
+    rows = [
+        row("eager", "fwd", 1.0),
+        {**row("triton", "fwd", 0.5), "status": "wrong"},
+        {**row("triton", "bwd", 0.0), "status": "skipped", "median_us": None},
+        {**row("liger", "bwd", 0.0), "status": "skipped", "median_us": None},
+        {**row("quack", "bwd", 0.0), "status": "error", "median_us": None},
+    ]
     path = tmp_path / "gpu-run.json"
     path.write_text(json.dumps({"run": header, "rows": rows, "summary": {}}))
     store = Store(tmp_path / "db.sqlite3")
@@ -80,7 +103,9 @@ def test_a_store_made_before_labels_gains_the_column(tmp_path):
 
     db = sqlite3.connect(tmp_path / "db.sqlite3")
     db.executescript(SCHEMA)
-    db.execute("INSERT INTO runs (run_id, created_at, source, header_json, stored_at) VALUES ('old', 'x', 'live', '{}', 0)")
+    db.execute(
+        "INSERT INTO runs (run_id, created_at, source, header_json, stored_at) VALUES ('old', 'x', 'live', '{}', 0)"
+    )
     db.commit()
     db.close()
     assert Store(tmp_path / "db.sqlite3").list_runs()[0]["label"] is None
@@ -115,11 +140,26 @@ def test_an_imported_summary_is_recomputed_from_the_rows(tmp_path):
     """A file whose summary names a winner (and counts) its rows do not bear out is stored with the rows' own."""
     rng = random.Random()
     fast, slow = sorted(rng.uniform(100, 4000) for _ in range(2))[::-1]
-    shaped = lambda impl, gbps: {**row(impl, "fwd", 1.0), "dtype": "bfloat16", "M": 4096, "N": 2560,  # noqa: E731
-                                 "GBps": gbps, "pct_of_ceiling": gbps / 42.0}
+
+    def shaped(impl, gbps):
+        return {
+            **row(impl, "fwd", 1.0),
+            "dtype": "bfloat16",
+            "M": 4096,
+            "N": 2560,
+            "GBps": gbps,
+            "pct_of_ceiling": gbps / 42.0,
+        }
+
     rows = [shaped("triton", fast), shaped("torch-native", slow), {**row("eager", "fwd", 2.0), "status": "error"}]
-    claimed = {"complete": True, "interrupted": False, "rows": 9, "ok": 9, "error": 0,
-               "best": {"fwd/bfloat16/4096x2560": {"impl": "torch-native", "GBps": 10 * fast}}}
+    claimed = {
+        "complete": True,
+        "interrupted": False,
+        "rows": 9,
+        "ok": 9,
+        "error": 0,
+        "best": {"fwd/bfloat16/4096x2560": {"impl": "torch-native", "GBps": 10 * fast}},
+    }
     store = Store(tmp_path / "db.sqlite3")
     assert store.import_run({"run": HEADER, "rows": rows, "summary": claimed}) is True
     summary = store.get_run("r1")["summary"]

@@ -17,8 +17,9 @@ GOOD_TOKEN = "s3cret-token"
 
 
 def make_client(tmp_path, **settings) -> TestClient:
-    config = Settings.from_env(data_dir=tmp_path / "data", devices="cpu", results_dir="", start_workers=False,
-                               **settings)
+    config = Settings.from_env(
+        data_dir=tmp_path / "data", devices="cpu", results_dir="", start_workers=False, **settings
+    )
     return TestClient(create_app(config), base_url="http://127.0.0.1")
 
 

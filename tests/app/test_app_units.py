@@ -15,21 +15,36 @@ from app.settings import Settings, write_refusal
 
 
 def test_ndjson_line_is_one_json_object_with_non_finite_as_null():
-    line = ndjson_line({"type": "row", "GBps": float("nan"), "rows": [1.5, float("inf")], "nested": {"x": -float("inf")}})
+    line = ndjson_line(
+        {"type": "row", "GBps": float("nan"), "rows": [1.5, float("inf")], "nested": {"x": -float("inf")}}
+    )
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     assert json.loads(line) == {"type": "row", "GBps": None, "rows": [1.5, None], "nested": {"x": None}}
     assert finite((1.0, float("nan"))) == [1.0, None] and finite("NaN") == "NaN"
 
 
 def _request(headers: dict) -> Request:
-    return Request({"type": "http", "method": "POST", "path": "/", "headers":
-                    [(k.lower().encode(), v.encode()) for k, v in headers.items()]})
+    return Request(
+        {
+            "type": "http",
+            "method": "POST",
+            "path": "/",
+            "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+        }
+    )
 
 
-@pytest.mark.parametrize("headers, token", [
-    ({"Authorization": "Bearer abc"}, "abc"), ({"authorization": "bearer  abc "}, "abc"),
-    ({"X-API-Token": "xyz"}, "xyz"), ({"Authorization": "Basic abc"}, None), ({}, None), ({"Authorization": "Bearer "}, None),
-])
+@pytest.mark.parametrize(
+    "headers, token",
+    [
+        ({"Authorization": "Bearer abc"}, "abc"),
+        ({"authorization": "bearer  abc "}, "abc"),
+        ({"X-API-Token": "xyz"}, "xyz"),
+        ({"Authorization": "Basic abc"}, None),
+        ({}, None),
+        ({"Authorization": "Bearer "}, None),
+    ],
+)
 def test_presented_token(headers, token):
     assert presented_token(_request(headers)) == token
 
@@ -49,8 +64,15 @@ def test_write_rule(tmp_path):
 
 def _write_request(headers: dict, server=("127.0.0.1", 8000)) -> Request:
     headers = {"content-type": "application/json", **headers}  # a JSON write, as the page and curl send it
-    return Request({"type": "http", "method": "POST", "path": "/benchmark", "server": server, "headers":
-                    [(k.lower().encode(), v.encode()) for k, v in headers.items()]})
+    return Request(
+        {
+            "type": "http",
+            "method": "POST",
+            "path": "/benchmark",
+            "server": server,
+            "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+        }
+    )
 
 
 def test_require_write_access_answers_with_the_rule(tmp_path):

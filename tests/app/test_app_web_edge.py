@@ -27,8 +27,9 @@ SWEEP = {"implementations": ["eager"], "passes": ["fwd"], "M": [8], "N": [64], "
 
 
 def make_app(tmp_path, **settings):
-    config = Settings.from_env(data_dir=tmp_path / "data", devices="cpu", results_dir="", start_workers=False,
-                               **settings)
+    config = Settings.from_env(
+        data_dir=tmp_path / "data", devices="cpu", results_dir="", start_workers=False, **settings
+    )
     return create_app(config)
 
 
@@ -60,16 +61,24 @@ def stored_ids(client) -> list[str]:
 
 # -- cross-site writes ---------------------------------------------------------------------------------------------
 
+
 def write_requests(run_id: str):
     """(method, path, body) of every write endpoint, each with a body that would be run or stored if read."""
-    return [("POST", "/benchmark?stream=false", json.dumps(SWEEP)),
-            ("POST", "/api/runs/import", json.dumps(a_run(run_id))),
-            ("DELETE", f"/api/runs/{run_id}", None)]
+    return [
+        ("POST", "/benchmark?stream=false", json.dumps(SWEEP)),
+        ("POST", "/api/runs/import", json.dumps(a_run(run_id))),
+        ("DELETE", f"/api/runs/{run_id}", None),
+    ]
 
 
-FOREIGN = [{"Origin": "http://evil.example"}, {"Origin": "http://127.0.0.1:9"}, {"Origin": "null"},
-           {"Origin": "http://localhost.evil.example"}, {"Sec-Fetch-Site": "cross-site"},
-           {"Sec-Fetch-Site": "same-site"}]
+FOREIGN = [
+    {"Origin": "http://evil.example"},
+    {"Origin": "http://127.0.0.1:9"},
+    {"Origin": "null"},
+    {"Origin": "http://localhost.evil.example"},
+    {"Sec-Fetch-Site": "cross-site"},
+    {"Sec-Fetch-Site": "same-site"},
+]
 
 
 @pytest.mark.parametrize("origin", FOREIGN, ids=lambda h: "-".join(h.values()))
@@ -84,9 +93,18 @@ def test_a_write_from_another_origin_is_403_and_nothing_runs(client, origin, con
     assert client.submitted == [] and stored_ids(client) == ["kept-1"]
 
 
-@pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded",
-                                          "multipart/form-data; boundary=x", "application/json; charset=utf-16",
-                                          "application/jsonp", "text/json"])
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        None,
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+        "application/json; charset=utf-16",
+        "application/jsonp",
+        "text/json",
+    ],
+)
 def test_a_write_body_that_is_not_declared_json_is_415(client, content_type):
     """What a form or a no-cors fetch can send without a preflight is never read, even from this very origin."""
     headers = {"Origin": LOOPBACK} | ({"Content-Type": content_type} if content_type else {})
@@ -109,8 +127,11 @@ def test_same_origin_and_originless_json_writes_still_work(client):
     for headers in ({"Origin": LOOPBACK}, {}, {"Sec-Fetch-Site": "same-origin"}, {"Sec-Fetch-Site": "none"}):
         response = client.post("/benchmark", json=SWEEP, headers=headers)
         assert response.status_code == 429, response.text  # past every check: the spy was asked to queue it
-    response = client.post("/api/runs/import", content=json.dumps(a_run("mine-1")),
-                           headers={"Content-Type": "application/json; charset=UTF-8", "Origin": LOOPBACK})
+    response = client.post(
+        "/api/runs/import",
+        content=json.dumps(a_run("mine-1")),
+        headers={"Content-Type": "application/json; charset=UTF-8", "Origin": LOOPBACK},
+    )
     assert response.status_code == 200 and response.json()["imported"] is True
     assert client.delete("/api/runs/mine-1", headers={"Origin": LOOPBACK}).status_code == 200
     assert len(client.submitted) == 4
@@ -127,8 +148,10 @@ def test_allowed_origins_for_a_reverse_proxy(tmp_path):
 
 # -- Host on every request -----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("path", ["/", "/api/runs", "/api/runs/some-run", "/api/health", "/openapi.json",
-                                  "/static/js/api.js"])
+
+@pytest.mark.parametrize(
+    "path", ["/", "/api/runs", "/api/runs/some-run", "/api/health", "/openapi.json", "/static/js/api.js"]
+)
 def test_reads_answer_only_this_services_host(client, path):
     """DNS rebinding: a page of attacker.example whose name now resolves to 127.0.0.1 cannot read either."""
     for host in ("attacker.example", "attacker.example:8000", "testserver"):
@@ -141,6 +164,7 @@ def test_reads_answer_only_this_services_host(client, path):
 
 # -- security headers ----------------------------------------------------------------------------------------------
 
+
 def test_every_response_carries_the_security_headers(tmp_path):
     app = make_app(tmp_path, max_body_bytes=2048)
     client = TestClient(app, base_url=LOOPBACK, raise_server_exceptions=False)
@@ -150,14 +174,22 @@ def test_every_response_carries_the_security_headers(tmp_path):
 
     app.state.service.store.list_runs = boom
     answers = {
-        "page": client.get("/"), "health": client.get("/api/health"), "css": client.get("/static/css/app.css"),
-        "plotly": client.get("/static/vendor/plotly.min.js"), "openapi": client.get("/openapi.json"),
-        "docs": client.get("/docs"), "404": client.get("/api/runs/nope"), "405": client.put("/api/runs/x"),
+        "page": client.get("/"),
+        "health": client.get("/api/health"),
+        "css": client.get("/static/css/app.css"),
+        "plotly": client.get("/static/vendor/plotly.min.js"),
+        "openapi": client.get("/openapi.json"),
+        "docs": client.get("/docs"),
+        "404": client.get("/api/runs/nope"),
+        "405": client.put("/api/runs/x"),
         "413": client.post("/benchmark", content=b"x" * 4096, headers={"Content-Type": "application/json"}),
-        "415": client.post("/benchmark", content=b"{}"), "422": client.post("/benchmark", json={"M": ["8"]}),
+        "415": client.post("/benchmark", content=b"{}"),
+        "422": client.post("/benchmark", json={"M": ["8"]}),
         "403 host": client.get("/api/health", headers={"Host": "evil.example"}),
         "403 origin": client.post("/benchmark", json={}, headers={"Origin": "http://evil.example"}),
-        "500": client.get("/api/runs"), "csv": client.get("/api/runs/nope.csv"), "head": client.head("/api/health"),
+        "500": client.get("/api/runs"),
+        "csv": client.get("/api/runs/nope.csv"),
+        "head": client.head("/api/health"),
     }
     statuses = {name: r.status_code for name, r in answers.items()}
     assert statuses["500"] == 500 and statuses["413"] == 413 and statuses["page"] == 200, statuses
@@ -174,13 +206,19 @@ def test_every_response_carries_the_security_headers(tmp_path):
 
 # -- finite numbers only -------------------------------------------------------------------------------------------
 
+
 def test_a_speedup_that_overflows_is_422_naming_the_row_and_field(client):
     """GBps 1e308 over the baseline's 2.0 is an infinite speedup: the store's JSON cannot hold it (it was a 500)."""
     document = a_run("overflow-1", rows=len(RUN_FILE["rows"]))
     baseline = next(i for i, r in enumerate(document["rows"]) if r["impl"] == "torch-native" and r["status"] == "ok")
     base = document["rows"][baseline]
-    victim = next(i for i, r in enumerate(document["rows"]) if r["status"] == "ok" and r["impl"] != "torch-native"
-                  and (r["pass"], r["dtype"], r["M"], r["N"]) == (base["pass"], base["dtype"], base["M"], base["N"]))
+    victim = next(
+        i
+        for i, r in enumerate(document["rows"])
+        if r["status"] == "ok"
+        and r["impl"] != "torch-native"
+        and (r["pass"], r["dtype"], r["M"], r["N"]) == (base["pass"], base["dtype"], base["M"], base["N"])
+    )
     document["rows"][victim]["GBps"] = 1e308
     document["rows"][baseline]["GBps"] = 0.5
     response = client.post("/api/runs/import", json=document)
@@ -192,8 +230,21 @@ def test_a_speedup_that_overflows_is_422_naming_the_row_and_field(client):
 
 # -- CSV -----------------------------------------------------------------------------------------------------------
 
-HOSTILE = ["x\r=cmd|' /C calc'!A0", "line one\nline two", "crlf\r\nin the middle", 'say "hi", then go', "=1+2",
-           "+SUM(1,1)", "-2+3", "@cmd", "\t=tab", "\r=cr first", "\n=lf first", "comma, and \"quote\"\r", "é\u2028x"]
+HOSTILE = [
+    "x\r=cmd|' /C calc'!A0",
+    "line one\nline two",
+    "crlf\r\nin the middle",
+    'say "hi", then go',
+    "=1+2",
+    "+SUM(1,1)",
+    "-2+3",
+    "@cmd",
+    "\t=tab",
+    "\r=cr first",
+    "\n=lf first",
+    "comma, and \"quote\"\r",
+    "é\u2028x",
+]
 
 
 def rfc4180_records(text: str) -> list[list[str]]:
@@ -203,7 +254,7 @@ def rfc4180_records(text: str) -> list[list[str]]:
     while i < len(text):
         c = text[i]
         if quoted:
-            if c == '"' and text[i + 1:i + 2] == '"':
+            if c == '"' and text[i + 1 : i + 2] == '"':
                 field.append('"')
                 i += 1
             elif c == '"':
@@ -221,7 +272,7 @@ def rfc4180_records(text: str) -> list[list[str]]:
             fields, field = [], []
             i += 1
         elif c in "\r\n":
-            raise AssertionError(f"a bare line break outside quotes at {i}: {text[max(0, i - 40):i + 40]!r}")
+            raise AssertionError(f"a bare line break outside quotes at {i}: {text[max(0, i - 40) : i + 40]!r}")
         else:
             field.append(c)
         i += 1
@@ -252,13 +303,17 @@ def test_csv_round_trip_of_hostile_cells_gives_one_record_per_row(client):
 
 # -- 422 bodies ----------------------------------------------------------------------------------------------------
 
+
 def test_a_422_quotes_only_a_short_prefix_of_the_input(client):
     big = "A" * (5 << 20)  # 5 MiB in, a few hundred bytes out (the whole of it came back)
     run = a_run("q-1")
     run["rows"][0]["reason"] = big
-    for path, body in (("/api/runs/import", run), ("/api/runs/import", {**a_run("q-2"), "rows": big}),
-                       ("/benchmark", {**SWEEP, "device": big[:900_000]}),
-                       ("/benchmark", {**SWEEP, "M": list(range(100_000))})):
+    for path, body in (
+        ("/api/runs/import", run),
+        ("/api/runs/import", {**a_run("q-2"), "rows": big}),
+        ("/benchmark", {**SWEEP, "device": big[:900_000]}),
+        ("/benchmark", {**SWEEP, "M": list(range(100_000))}),
+    ):
         response = client.post(path, json=body)
         assert response.status_code == 422, response.text[:300]
         assert len(response.content) < 4096, (path, len(response.content))

@@ -23,8 +23,12 @@ RUN_FILE = json.loads(sorted((REPO / "results").glob("*small.json"))[0].read_tex
 
 @pytest.fixture(scope="module")
 def server(module_tmp):
-    live = LiveServer(module_tmp / "data", devices="cpu", plugins="tests.app.slow_plugin",
-                      env={"RMSNORM_HEARTBEAT_S": str(HEARTBEAT_S)}).start()
+    live = LiveServer(
+        module_tmp / "data",
+        devices="cpu",
+        plugins="tests.app.slow_plugin",
+        env={"RMSNORM_HEARTBEAT_S": str(HEARTBEAT_S)},
+    ).start()
     yield live
     live.stop()
 
@@ -55,11 +59,15 @@ def test_heartbeats_come_at_least_every_five_seconds_by_default():
 
 # -- a 16 MB import ------------------------------------------------------------------------------------------------
 
+
 def big_run_file(run_id: str, size: int = 16_000_000) -> bytes:
     rows = RUN_FILE["rows"]
     count = size // (len(json.dumps(rows[0])) + 2)
-    document = {"run": {**RUN_FILE["run"], "run_id": run_id}, "summary": RUN_FILE["summary"],
-                "rows": [dict(rows[i % len(rows)], run_id=run_id, M=8 + i) for i in range(count)]}
+    document = {
+        "run": {**RUN_FILE["run"], "run_id": run_id},
+        "summary": RUN_FILE["summary"],
+        "rows": [dict(rows[i % len(rows)], run_id=run_id, M=8 + i) for i in range(count)],
+    }
     return json.dumps(document).encode()
 
 
@@ -89,28 +97,40 @@ def test_health_answers_while_a_16_mb_import_is_stored(server, tmp_path):
     body_path = tmp_path / "big.json"
     body_path.write_bytes(big_run_file("big-import-1"))
     assert body_path.stat().st_size > 15_000_000
-    sender = ("import httpx, sys; r = httpx.post(sys.argv[1], content=open(sys.argv[2], 'rb').read(), "
-              "headers={'content-type': 'application/json'}, timeout=300); print(r.status_code, r.text[:300])")
+    sender = (
+        "import httpx, sys; r = httpx.post(sys.argv[1], content=open(sys.argv[2], 'rb').read(), "
+        "headers={'content-type': 'application/json'}, timeout=300); print(r.status_code, r.text[:300])"
+    )
     pid = server.proc.pid
     cpu_before = cpu_seconds(pid)
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", sender, server.url + "/api/runs/import", str(body_path)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", sender, server.url + "/api/runs/import", str(body_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     during = sample_health(server.url, lambda: proc.poll() is not None)
     elapsed = time.perf_counter() - started
     server_cpu = cpu_seconds(pid) - cpu_before
     answer = proc.stdout.read()
     assert answer.startswith("200") and '"imported":true' in answer, answer
     cpu_before = cpu_seconds(pid)
-    busy = subprocess.Popen([sys.executable, "-c", f"import time\nt = time.time()\nwhile time.time() - t < {elapsed}: pass"])
+    busy = subprocess.Popen(
+        [sys.executable, "-c", f"import time\nt = time.time()\nwhile time.time() - t < {elapsed}: pass"]
+    )
     control = sample_health(server.url, lambda: busy.poll() is not None)
     per_request = (cpu_seconds(pid) - cpu_before) / len(control)  # what answering /api/health costs the server
     import_cpu = server_cpu - per_request * len(during)
-    figure = {"import_s": round(elapsed, 2), "server_cpu_s": round(server_cpu, 3),
-              "server_cpu_for_the_import_s": round(import_cpu, 3), "samples": len(during),
-              "health_median_ms": round(statistics.median(during) * 1e3, 1),
-              "health_p95_ms": round(sorted(during)[int(0.95 * len(during))] * 1e3, 1),
-              "health_max_ms": round(max(during) * 1e3, 1), "control_max_ms": round(max(control) * 1e3, 1)}
+    figure = {
+        "import_s": round(elapsed, 2),
+        "server_cpu_s": round(server_cpu, 3),
+        "server_cpu_for_the_import_s": round(import_cpu, 3),
+        "samples": len(during),
+        "health_median_ms": round(statistics.median(during) * 1e3, 1),
+        "health_p95_ms": round(sorted(during)[int(0.95 * len(during))] * 1e3, 1),
+        "health_max_ms": round(max(during) * 1e3, 1),
+        "control_max_ms": round(max(control) * 1e3, 1),
+    }
     print("16 MB import:", figure)
     assert import_cpu < 0.6, figure  # the work in the server itself: receiving the body and handing it on
     assert statistics.median(during) < 0.1, figure  # the bound on single samples is the machine's (see control)

@@ -14,8 +14,19 @@ from service_harness import CEILING_BYTES
 
 from app.worker_child import run
 from app.worker_handle import DeviceWorker
-from app.worker_protocol import (EndRun, NextCase, RunEnded, RunFailed, StartRun, Stop, WorkerDied, describe_exit,
-                                 row_device, tag_device, torch_device_of)
+from app.worker_protocol import (
+    EndRun,
+    NextCase,
+    RunEnded,
+    RunFailed,
+    StartRun,
+    Stop,
+    WorkerDied,
+    describe_exit,
+    row_device,
+    tag_device,
+    torch_device_of,
+)
 from engine.models import Case, DeviceInfo, ResultRow, RunHeader, Sweep
 from engine.runner import DeviceBench
 from rmsnorm_kernels.registry import Implementation, Registry
@@ -34,8 +45,17 @@ def registry():
 
 
 def _sweep(registry, **over) -> Sweep:
-    data = {"implementations": ["unit-torch"], "passes": ["fwd"], "dtypes": ["float32"], "M": [8], "N": [64],
-            "repetitions": 2, "warmup": 0, "device": "cpu", **over}
+    data = {
+        "implementations": ["unit-torch"],
+        "passes": ["fwd"],
+        "dtypes": ["float32"],
+        "M": [8],
+        "N": [64],
+        "repetitions": 2,
+        "warmup": 0,
+        "device": "cpu",
+        **over,
+    }
     return Sweep.model_validate(data, context={"registry": registry})
 
 
@@ -50,7 +70,9 @@ def _child(bench, label, start):
 def test_child_runs_the_engine_with_the_cases_fed_to_it(registry):
     bench = DeviceBench("cpu", ceiling_bytes=int(CEILING_BYTES), registry=registry)
     sweep = _sweep(registry, verify=False)
-    parent, thread, result = _child(bench, "cpu:2", StartRun(sweep=sweep, run_id="r-unit", implementations=["unit-torch"]))
+    parent, thread, result = _child(
+        bench, "cpu:2", StartRun(sweep=sweep, run_id="r-unit", implementations=["unit-torch"])
+    )
     header = parent.recv()
     assert isinstance(header, RunHeader) and header.run_id == "r-unit"
     assert (header.device.label, header.device.index, header.device.uuid) == ("cpu:2", 2, "cpu-2")
@@ -93,7 +115,12 @@ def test_engine_failure_is_a_run_failed_message(registry, monkeypatch):
 
 def test_labels_and_tags():
     assert torch_device_of("cpu:3") == "cpu" and torch_device_of("cuda:1") == "cuda:1"
-    assert tag_device({"name": "x", "index": 9}, "cpu:4") == {"name": "x", "index": 4, "uuid": "cpu-4", "label": "cpu:4"}
+    assert tag_device({"name": "x", "index": 9}, "cpu:4") == {
+        "name": "x",
+        "index": 4,
+        "uuid": "cpu-4",
+        "label": "cpu:4",
+    }
     assert tag_device({"name": "H200", "index": 1, "uuid": "GPU-a"}, "cuda:1")["uuid"] == "GPU-a"
     assert row_device(None, "cuda:7").model_dump() == {"index": None, "name": "cuda:7", "uuid": None, "label": "cuda:7"}
     info = DeviceInfo(kind="cuda", index=1, name="H200", uuid="GPU-a", sm_count=132, memory_bytes=1, l2_bytes=1)
@@ -106,15 +133,25 @@ def _case(impl: str, m: int) -> Case:
 
 
 def test_spawned_worker_resumes_the_feed_after_a_crash_and_a_hang():
-    worker = DeviceWorker("cpu:1", plugins=("tests.app.crash_plugin", "tests.app.slow_plugin"),
-                          ceiling_bytes=int(CEILING_BYTES))
+    worker = DeviceWorker(
+        "cpu:1", plugins=("tests.app.crash_plugin", "tests.app.slow_plugin"), ceiling_bytes=int(CEILING_BYTES)
+    )
     try:
         info = worker.ensure_ready()
         assert info.label == "cpu:1" and info.index == 1 and worker.ready
         ceiling = worker.known_ceiling
         assert ceiling is not None and ceiling.GBps > 0  # measured while getting ready
-        sweep = Sweep.model_validate({"implementations": ["eager"], "passes": ["fwd"], "dtypes": ["float32"],
-                                      "M": [8], "N": [64], "repetitions": 3, "warmup": 1})
+        sweep = Sweep.model_validate(
+            {
+                "implementations": ["eager"],
+                "passes": ["fwd"],
+                "dtypes": ["float32"],
+                "M": [8],
+                "N": [64],
+                "repetitions": 3,
+                "warmup": 1,
+            }
+        )
         header = worker.begin(sweep, "r-spawn", ["eager", "crash-exit"])
         assert header.ceiling_GBps == ceiling.GBps and header.sweep["implementations"] == ["eager", "crash-exit"]
         assert worker.in_run("r-spawn") and worker.measure(_case("eager", 8), timeout=60).status == "ok"

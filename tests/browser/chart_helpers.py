@@ -20,8 +20,14 @@ def biggest_committed():
 def default_m(rows, dtype):
     """The M the charts open a stored run at (static/js/charts.js): the one with the most timed rows of that dtype,
     the largest on a tie."""
-    counts = Counter(r["M"] for r in rows if r["status"] in ("ok", "wrong") and r["dtype"] == dtype
-                     and r["median_us"] is not None and math.isfinite(r["median_us"]))
+    counts = Counter(
+        r["M"]
+        for r in rows
+        if r["status"] in ("ok", "wrong")
+        and r["dtype"] == dtype
+        and r["median_us"] is not None
+        and math.isfinite(r["median_us"])
+    )
     return max(counts, key=lambda m: (counts[m], m))
 
 
@@ -69,9 +75,9 @@ def luminance(color: str) -> float:
         h = color[1:]
         if len(h) == 3:
             h = "".join(c * 2 for c in h)
-        rgb = [int(h[i:i + 2], 16) for i in (0, 2, 4)]
+        rgb = [int(h[i : i + 2], 16) for i in (0, 2, 4)]
     else:
-        rgb = [float(v) for v in color[color.index("(") + 1:color.index(")")].split(",")[:3]]
+        rgb = [float(v) for v in color[color.index("(") + 1 : color.index(")")].split(",")[:3]]
 
     def lin(c):
         c /= 255

@@ -20,8 +20,14 @@ import pytest
 from browser_paths import ARTIFACTS, DOC_SHOTS, REPO
 
 CHROMIUM = os.environ.get("RMSNORM_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 
 
@@ -47,8 +53,9 @@ class Server:
         return _get_json(self.url + path)
 
     def post(self, path: str, body: dict, timeout: float = 120.0):
-        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            self.url + path, data=json.dumps(body).encode(), method="POST", headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(req, timeout=timeout) as res:
             return json.loads(res.read())
 
@@ -71,8 +78,19 @@ def server(tmp_path_factory):
         "RMSNORM_DEVICES": "cpu",
         "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
     }
-    cmd = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--host", "127.0.0.1",
-           "--port", str(port), "--log-level", "warning"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "app.main:create_app",
+        "--factory",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+    ]
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     srv = Server(f"http://127.0.0.1:{port}", proc, log_path, data_dir)
@@ -127,8 +145,11 @@ class PageGuard:
     def check(self):
         assert not self.outside_requests, f"requests tried to leave the host: {self.outside_requests}"
         expected = tuple(f"the server responded with a status of {s} " for s in self.expected_statuses)
-        errors = [e for e in self.console_errors if not (expected and "Failed to load resource" in e
-                                                         and any(x in e for x in expected))]
+        errors = [
+            e
+            for e in self.console_errors
+            if not (expected and "Failed to load resource" in e and any(x in e for x in expected))
+        ]
         assert not errors, f"console errors: {errors}"
 
 

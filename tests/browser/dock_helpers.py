@@ -27,8 +27,11 @@ def open_run(page, run_id):
     """Open a run from History and wait until the dock uses it: named, and every lane drawn from its times (the lanes
     of the run open before are still there until the launch grids come back)."""
     click_and_wait(page, run_id)
-    page.wait_for_function("(id) => window.dockScene && window.dockScene.runId === id"
-                           " && Object.values(window.dockState || {}).every((s) => s.runId === id)", arg=run_id)
+    page.wait_for_function(
+        "(id) => window.dockScene && window.dockScene.runId === id"
+        " && Object.values(window.dockState || {}).every((s) => s.runId === id)",
+        arg=run_id,
+    )
 
 
 def wait_settled(page, names, M=None, N=None, timing=None):

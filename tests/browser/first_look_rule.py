@@ -25,19 +25,34 @@ def first_look_runs(runs):
     pool = [r for r in gpu if r.get("complete", True) is not False] or gpu
     device = _newest(pool).get("device_name")
     mine = [r for r in pool if r.get("device_name") == device]
-    passes = lambda r: set(r.get("passes") or [])  # noqa: E731
+
+    def passes(r):
+        return set(r.get("passes") or [])
+
     units = [[r] for r in mine if {"fwd", "bwd"} <= passes(r)]
     for b in (r for r in mine if passes(r) == {"bwd"}):
-        fwd = [f for f in mine if passes(f) == {"fwd"} and f.get("git_commit") == b.get("git_commit")
-               and _day(f) == _day(b)]
+        fwd = [
+            f
+            for f in mine
+            if passes(f) == {"fwd"} and f.get("git_commit") == b.get("git_commit") and _day(f) == _day(b)
+        ]
         if fwd:
             units.append([b, _newest(fwd)])
     if not units:
         units = [[r] for r in mine]
-    unit_day = lambda u: _day(_newest(u))  # noqa: E731
+
+    def unit_day(u):
+        return _day(_newest(u))
+
     day = max(unit_day(u) for u in units)
-    rank = lambda u: (len({i for r in u for i in r.get("implementations") or []}),  # noqa: E731
-                      sum(r["counts"].get("ok", 0) for r in u), _newest(u).get("created_at") or "")
+
+    def rank(u):
+        return (
+            len({i for r in u for i in r.get("implementations") or []}),
+            sum(r["counts"].get("ok", 0) for r in u),
+            _newest(u).get("created_at") or "",
+        )
+
     return max((u for u in units if unit_day(u) == day), key=rank)  # max keeps the first of equals
 
 

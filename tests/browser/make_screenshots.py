@@ -28,11 +28,33 @@ def start_server(data_dir: str) -> tuple[subprocess.Popen, str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = {**os.environ, "TRITON_INTERPRET": "1", "RMSNORM_DATA_DIR": data_dir, "RMSNORM_PLUGINS": "examples.dock_plugin",
-           "RMSNORM_CEILING_BYTES": str(4 << 20), "RMSNORM_RESULTS_DIR": str(REPO / "results"), "RMSNORM_DEVICES": "cpu",
-           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--host", "127.0.0.1",
-                             "--port", str(port), "--log-level", "warning"], cwd=REPO, env=env)
+    env = {
+        **os.environ,
+        "TRITON_INTERPRET": "1",
+        "RMSNORM_DATA_DIR": data_dir,
+        "RMSNORM_PLUGINS": "examples.dock_plugin",
+        "RMSNORM_CEILING_BYTES": str(4 << 20),
+        "RMSNORM_RESULTS_DIR": str(REPO / "results"),
+        "RMSNORM_DEVICES": "cpu",
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "app.main:create_app",
+            "--factory",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        cwd=REPO,
+        env=env,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
@@ -60,10 +82,14 @@ def main() -> None:
         proc, url = start_server(data_dir)
         try:
             with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"])
+                browser = p.chromium.launch(
+                    executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"]
+                )
 
                 def page_at(width, height):
-                    page = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme).new_page()
+                    page = browser.new_context(
+                        viewport={"width": width, "height": height}, color_scheme=scheme
+                    ).new_page()
                     page.goto(url + "/")
                     page.wait_for_function("() => window.dashboardReady === true")
                     page.wait_for_function("() => +document.querySelector('#chart-fwd').dataset.points > 0")
@@ -73,7 +99,9 @@ def main() -> None:
                 page = page_at(1440, 900)
                 page.screenshot(path=str(shots / "dashboard.png"))
                 page.locator("#shape-table").scroll_into_view_if_needed()
-                page.locator("#shape-table").locator("xpath=ancestor::section[1]").screenshot(path=str(shots / "table.png"))
+                page.locator("#shape-table").locator("xpath=ancestor::section[1]").screenshot(
+                    path=str(shots / "table.png")
+                )
 
                 # The dock on the run that measured every strategy, part-way through its fastest lane.
                 run_id = biggest["run"]["run_id"]
@@ -82,7 +110,9 @@ def main() -> None:
                 click_and_wait(page, run_id)
                 page.wait_for_function(
                     "(names) => Object.keys(window.dockState).sort().join() === names.join()"
-                    " && Object.values(window.dockState).every((s) => s.timing === 'measured')", arg=DRAWN)
+                    " && Object.values(window.dockState).every((s) => s.timing === 'measured')",
+                    arg=DRAWN,
+                )
                 page.click("#dock-play")
                 fastest = min(s["totalUs"] for s in page.evaluate("window.dockState").values())
                 page.evaluate(f"window.dockScene.seekUs({fastest * 0.6})")

@@ -44,7 +44,7 @@ def collisions(page, ids):
     labels = page.evaluate(LABEL_BOXES, ids)
     out = []
     for i, a in enumerate(labels):
-        for b in labels[i + 1:]:
+        for b in labels[i + 1 :]:
             if a["id"] == b["id"] and a["axis"] == b["axis"] and overlap(a["corners"], b["corners"]):
                 out.append((a["id"], a["text"], b["text"]))
     return labels, out
@@ -65,7 +65,9 @@ def test_no_tick_labels_overlap(make_page, size):
     width, height = size
     doc = models_run()
     page = make_page(width=width, height=height, path=f"/?runs={doc['run']['run_id']}&M=all")
-    page.wait_for_function("() => +document.querySelector('#chart-fwd').dataset.points + +document.querySelector('#chart-bwd').dataset.points > 0")
+    page.wait_for_function(
+        "() => +document.querySelector('#chart-fwd').dataset.points + +document.querySelector('#chart-bwd').dataset.points > 0"
+    )
     page.wait_for_timeout(300)  # the legend band's relayout
     labels, hits = collisions(page, ["chart-fwd", "chart-bwd"])
     named = [t for t in labels if " · " in t["text"]]
@@ -103,14 +105,19 @@ def test_x_axis_choice_and_log_y_are_kept_in_the_url(make_page, server):
         if (t["meta"] or {}).get("kind") != "measured":
             continue
         impl = t["meta"]["impl"]
-        want = sorted(r["M"] for r in doc["rows"] if r["impl"] == impl and r["pass"] == "bwd" and r["N"] == n
-                      and r["dtype"] == dtype and r["status"] == "ok")
+        want = sorted(
+            r["M"]
+            for r in doc["rows"]
+            if r["impl"] == impl and r["pass"] == "bwd" and r["N"] == n and r["dtype"] == dtype and r["status"] == "ok"
+        )
         assert t["x"] == want, (impl, t["x"], want)
         assert all(c[2] == n for c in t["customdata"])
     page.check("#chart-logy")
     page.wait_for_function("() => document.getElementById('chart-bwd').layout.yaxis.type === 'log'")
     # Log y: ticks at 1, 2, 5 × 10^k, written in full.
-    axis = page.evaluate("() => { const a = document.getElementById('chart-bwd').layout.yaxis; return {v: a.tickvals, t: a.ticktext}; }")
+    axis = page.evaluate(
+        "() => { const a = document.getElementById('chart-bwd').layout.yaxis; return {v: a.tickvals, t: a.ticktext}; }"
+    )
     assert axis["v"] and all(round(v / 10 ** math.floor(math.log10(v) + 1e-9), 6) in (1, 2, 5) for v in axis["v"]), axis
     assert all(t.replace("k", "").replace(".", "").replace("M", "").isdigit() for t in axis["t"]), axis["t"]
     page.wait_for_function("() => location.search.includes('logy=1') && location.search.includes('x=M')")
@@ -119,14 +126,18 @@ def test_x_axis_choice_and_log_y_are_kept_in_the_url(make_page, server):
 
     # The URL restores both.
     again = make_page(path="/" + page.url.split("/", 3)[3])
-    again.wait_for_function("() => document.getElementById('chart-bwd').layout"
-                            " && document.getElementById('chart-bwd').layout.yaxis.type === 'log'"
-                            " && document.getElementById('chart-bwd').layout.xaxis.title.text.startsWith('M (rows')")
+    again.wait_for_function(
+        "() => document.getElementById('chart-bwd').layout"
+        " && document.getElementById('chart-bwd').layout.yaxis.type === 'log'"
+        " && document.getElementById('chart-bwd').layout.xaxis.title.text.startsWith('M (rows')"
+    )
     assert again.input_value("#chart-x") == "M" and again.is_checked("#chart-logy")
     assert int(again.input_value("#chart-n")) == n
     # Back to N: the M filter again, the URL forgets x and N.
     again.select_option("#chart-x", "N")
-    again.wait_for_function("() => document.getElementById('chart-bwd').layout.xaxis.title.text.startsWith('N (hidden')")
+    again.wait_for_function(
+        "() => document.getElementById('chart-bwd').layout.xaxis.title.text.startsWith('N (hidden')"
+    )
     again.wait_for_function("() => !location.search.includes('x=M')")
     assert again.locator("#chart-m").is_visible() and not again.locator("#chart-n").is_visible()
 

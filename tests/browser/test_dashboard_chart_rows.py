@@ -44,7 +44,11 @@ def poisoned(server):
             r["host_us"] = r["median_us"] * rng.choice([0.3, 0.6, 1.7, 3.0])
     ok = [r for r in doc["rows"] if r["status"] == "ok"]
     wrong = rng.choice(ok)
-    shape = [r for r in ok if (r["pass"], r["dtype"], r["M"], r["N"]) == (wrong["pass"], wrong["dtype"], wrong["M"], wrong["N"])]
+    shape = [
+        r
+        for r in ok
+        if (r["pass"], r["dtype"], r["M"], r["N"]) == (wrong["pass"], wrong["dtype"], wrong["M"], wrong["N"])
+    ]
     assert len(shape) > 1
     fastest = min(r["median_us"] for r in shape)
     scale = fastest * rng.uniform(0.3, 0.7) / wrong["median_us"]
@@ -52,22 +56,41 @@ def poisoned(server):
         wrong[key] *= scale
     wrong["GBps"] /= scale
     wrong["pct_of_ceiling"] /= scale
-    wrong.update(status="wrong", verified=False, reason=f"dx off the fp64 reference: max_rel_err {rng.uniform(0.02, 0.2):.3f} > 0.01")
+    wrong.update(
+        status="wrong",
+        verified=False,
+        reason=f"dx off the fp64 reference: max_rel_err {rng.uniform(0.02, 0.2):.3f} > 0.01",
+    )
     bwd = [r for r in ok if r["pass"] == "bwd" and r is not wrong]
     pick = rng.choice(bwd)
     prof_rows = [r for r in bwd if (r["dtype"], r["M"], r["N"]) == (pick["dtype"], pick["M"], pick["N"])][:3]
     for r in prof_rows:
-        kernels = [{"name": f"{r['impl']}_kernel_{k}_{uuid.uuid4().hex[:4]}", "median_us": rng.uniform(1, 20), "calls": 1}
-                   for k in range(rng.randint(1, 3))]
-        r["profile"] = {"source": "cuda", "kernels": kernels, "kernel_us": sum(k["median_us"] for k in kernels),
-                        "host_us": rng.uniform(5, 50), "gap_us": rng.uniform(0.5, 3), "samples": 5}
+        kernels = [
+            {"name": f"{r['impl']}_kernel_{k}_{uuid.uuid4().hex[:4]}", "median_us": rng.uniform(1, 20), "calls": 1}
+            for k in range(rng.randint(1, 3))
+        ]
+        r["profile"] = {
+            "source": "cuda",
+            "kernels": kernels,
+            "kernel_us": sum(k["median_us"] for k in kernels),
+            "host_us": rng.uniform(5, 50),
+            "gap_us": rng.uniform(0.5, 3),
+            "samples": 5,
+        }
         # kernels overlapping by up to 40 %; the last row (of two or more) as an older file, without busy_us
         if r is not prof_rows[-1] or len(prof_rows) == 1:
             r["profile"]["busy_us"] = r["profile"]["kernel_us"] * rng.uniform(0.6, 1.0)
     label = f"poisoned-{uuid.uuid4().hex[:6]}.json"
     req = __import__("urllib.request").request
-    with req.urlopen(req.Request(f"{server.url}/api/runs/import?label={label}", data=json.dumps(doc).encode(),
-                                 headers={"Content-Type": "application/json"}, method="POST"), timeout=60) as res:
+    with req.urlopen(
+        req.Request(
+            f"{server.url}/api/runs/import?label={label}",
+            data=json.dumps(doc).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        ),
+        timeout=60,
+    ) as res:
         assert json.loads(res.read())["imported"] is True
     return {"doc": doc, "wrong": wrong, "profiled": prof_rows, "label": label}
 
@@ -86,8 +109,14 @@ def test_wrong_row_is_hollow_never_best_and_cpu_bound_rows_are_marked(make_page,
     assert [c[0] for c in t["customdata"]] == [wrong["impl"]] and t["x"] == [wrong["N"]]
     assert "wrong" in t["customdata"][0][12] and wrong["reason"].split(":")[0] in t["customdata"][0][12]
     # Its implementation's line goes without it.
-    line = [x for x in traces if (x["meta"] or {}).get("kind") == "measured" and x["customdata"][0][0] == wrong["impl"]
-            and x["customdata"][0][3] == wrong["dtype"] and x["customdata"][0][1] == wrong["M"]]
+    line = [
+        x
+        for x in traces
+        if (x["meta"] or {}).get("kind") == "measured"
+        and x["customdata"][0][0] == wrong["impl"]
+        and x["customdata"][0][3] == wrong["dtype"]
+        and x["customdata"][0][1] == wrong["M"]
+    ]
     assert line and wrong["N"] not in line[0]["x"]
 
     # ★: one per shape, on the fastest ok row, never the wrong one (although it is the fastest).
@@ -124,8 +153,9 @@ def test_profiled_rows_give_a_stacked_kernel_bar_per_implementation(make_page, p
     page = make_page()
     open_run(page, doc["run"]["run_id"])
     set_filters(page)
-    page.wait_for_function("() => !document.getElementById('chart-profile').hidden"
-                           " && document.getElementById('chart-profile').data")
+    page.wait_for_function(
+        "() => !document.getElementById('chart-profile').hidden && document.getElementById('chart-profile').data"
+    )
     bars = page.evaluate("""() => document.getElementById('chart-profile').data.map((t) => ({
         kind: t.meta && t.meta.kind, impl: t.meta && t.meta.impl, kernel: t.meta && t.meta.kernel, x: t.x, y: t.y}))""")
     want = {(r["impl"], k["name"]): k["median_us"] for r in prof for k in r["profile"]["kernels"]}
@@ -138,7 +168,8 @@ def test_profiled_rows_give_a_stacked_kernel_bar_per_implementation(make_page, p
     spans = [b for b in bars if b["kind"] == "span"]
     with_busy = [r for r in prof if "busy_us" in r["profile"]]
     assert len(spans) == 1 and sorted(spans[0]["y"]) == pytest.approx(
-        sorted(r["profile"]["busy_us"] + r["profile"]["gap_us"] for r in with_busy))
+        sorted(r["profile"]["busy_us"] + r["profile"]["gap_us"] for r in with_busy)
+    )
     caption = page.locator("#chart-profile-caption").inner_text()
     assert f"M={prof[0]['M']} N={prof[0]['N']}" in caption and "GPU span" in caption
     assert page.evaluate("document.getElementById('chart-profile').layout.barmode") == "stack"
@@ -172,7 +203,9 @@ def test_history_lists_label_commit_versions_and_counts_each_status(make_page, p
     assert row.locator(".label-text").inner_text() == mine
     page.reload()
     page.wait_for_function("() => window.dashboardReady === true")
-    assert page.locator(f'#history-table tbody tr[data-run-id="{doc["run"]["run_id"]}"] .label-text').inner_text() == mine
+    assert (
+        page.locator(f'#history-table tbody tr[data-run-id="{doc["run"]["run_id"]}"] .label-text').inner_text() == mine
+    )
     # The count follows the store: an import through the API then Refresh.
     before = len(server.get("/api/runs"))
     assert page.locator("#history-count").inner_text() == f"{before} stored runs"
@@ -182,7 +215,9 @@ def test_history_lists_label_commit_versions_and_counts_each_status(make_page, p
         r["run_id"] = extra["run"]["run_id"]
     server.post("/api/runs/import", extra)
     page.click("#history-refresh")
-    page.wait_for_function("(n) => document.querySelector('#history-count').textContent === `${n} stored runs`", arg=before + 1)
+    page.wait_for_function(
+        "(n) => document.querySelector('#history-count').textContent === `${n} stored runs`", arg=before + 1
+    )
 
 
 def test_an_overlay_that_adds_no_point_says_why(make_page):

@@ -22,7 +22,10 @@ def measured(page, panel):
 
 def test_log_y_toggle_and_iqr_error_bars(make_page, server):
     doc = biggest_committed()
-    rows = {(r["pass"], r["impl"], r["dtype"], r["M"], r["N"]): r for r in server.get(f"/api/runs/{doc['run']['run_id']}")["rows"]}
+    rows = {
+        (r["pass"], r["impl"], r["dtype"], r["M"], r["N"]): r
+        for r in server.get(f"/api/runs/{doc['run']['run_id']}")["rows"]
+    }
     page = make_page()
     open_run(page, doc["run"]["run_id"])
     page.check('input[name="view"][value="latency"]')
@@ -37,13 +40,17 @@ def test_log_y_toggle_and_iqr_error_bars(make_page, server):
                 r = rows[(panel, c[0], c[3], c[1], c[2])]
                 assert math.isclose(t["y"][i], r["median_us"], rel_tol=1e-9)
                 assert math.isclose(t["error_y"]["array"][i], r["q3_us"] - r["median_us"], rel_tol=1e-6, abs_tol=1e-9)
-                assert math.isclose(t["error_y"]["arrayminus"][i], r["median_us"] - r["q1_us"], rel_tol=1e-6, abs_tol=1e-9)
+                assert math.isclose(
+                    t["error_y"]["arrayminus"][i], r["median_us"] - r["q1_us"], rel_tol=1e-6, abs_tol=1e-9
+                )
                 assert not math.isclose(t["error_y"]["array"][i], r["max_us"] - r["median_us"], rel_tol=1e-3)
                 checked += 1
     assert checked > 20
 
     page.check("#chart-logy")
-    page.wait_for_function("() => ['fwd', 'bwd'].every((p) => document.getElementById('chart-' + p).layout.yaxis.type === 'log')")
+    page.wait_for_function(
+        "() => ['fwd', 'bwd'].every((p) => document.getElementById('chart-' + p).layout.yaxis.type === 'log')"
+    )
     for panel in ("fwd", "bwd"):
         lay = layout(page, panel)
         assert "(log y)" in lay["title"]

@@ -30,8 +30,10 @@ def test_the_api_lists_the_cuda_plugins_unavailable_with_the_reason_and_their_gr
 def test_the_dock_paints_the_naive_chain_floor_and_two_crews(make_page, server):
     page = make_page()
     launch = server.get(f"/api/launch?M={M}&N={N}&sm_count={SM}")
-    impls = [{"name": "cuda-naive", "family": "naive-chain", "launch": launch["cuda-naive"]},
-             {"name": "triton-workspace", "family": "workspace", "launch": launch["triton-workspace"]}]
+    impls = [
+        {"name": "cuda-naive", "family": "naive-chain", "launch": launch["cuda-naive"]},
+        {"name": "triton-workspace", "family": "workspace", "launch": launch["triton-workspace"]},
+    ]
     got = page.evaluate(PAINT, {"impls": impls, "M": M, "N": N, "sm": SM})
     naive, workspace = got["cuda-naive"], got["triton-workspace"]
     assert naive["kind"] == "naive-chain" and naive["programs"] == M and naive["trucks"] == 64
@@ -40,7 +42,8 @@ def test_the_dock_paints_the_naive_chain_floor_and_two_crews(make_page, server):
     assert naive["packets"] == 14 and naive["door"] == naive["box"] == 0  # a crew at work: a packet per bay
     assert "floor" not in workspace["texts"]
     # the timetable: the floor pass moves the M×N terms; two crews follow, one after the other
-    crews = page.evaluate("""async ({launch, M, N, sm}) => {
+    crews = page.evaluate(
+        """async ({launch, M, N, sm}) => {
       const idx = await import('/static/js/dock_painters/index.js');
       const model = await import('/static/js/dock_model.js');
       const s = idx.scheduleFor({family: 'naive-chain', launch, M, N, smCount: sm, mode: 'bwd'});
@@ -50,7 +53,9 @@ def test_the_dock_paints_the_naive_chain_floor_and_two_crews(make_page, server):
               lastUnload: Math.max(...s.trucks.map((t) => t.unloadEnd)), c1start: c1.start,
               phase1: model.phaseAt(s, (c1.start + c1.end) / 2), phase2: model.phaseAt(s, (c2.start + c2.end) / 2),
               slower: s.total > w.total};
-    }""", {"launch": launch["cuda-naive"], "M": M, "N": N, "sm": SM})
+    }""",
+        {"launch": launch["cuda-naive"], "M": M, "N": N, "sm": SM},
+    )
     assert crews["ordered"] and crews["lastUnload"] == crews["c1start"] and crews["slower"]
     assert crews["phase1"].startswith("crew 1") and crews["phase2"].startswith("crew 2")
 

@@ -49,8 +49,10 @@ def test_dock_draws_every_backward_with_the_plugin_and_animates(make_page, serve
     # The first look opens the newest stored GPU run, which need not have measured these strategies (nor ever the
     # plugin): the cost model draws every lane it did not measure (issue 35: never one it measured).
     page.check("#dock-model")
-    page.wait_for_function("(names) => names.every((n) => window.dockState[n] && window.dockState[n].timing !== 'unmeasured')",
-                           arg=sorted(DRAWN | {"torch-chunked"}))
+    page.wait_for_function(
+        "(names) => names.every((n) => window.dockState[n] && window.dockState[n].timing !== 'unmeasured')",
+        arg=sorted(DRAWN | {"torch-chunked"}),
+    )
     assert page.evaluate("window.dockState['torch-chunked'].timing") == "model"
     wait_lanes(page, DRAWN)
     assert DRAWN <= lanes(page)
@@ -107,7 +109,9 @@ def test_dock_runs_at_the_committed_gpu_runs_measured_backward_times(make_page, 
     """Opening the committed GPU run sets the dock's lanes to its measured backward times, at a shape it measured,
     with its GPU's SM count; the atomic strategy still queues at its one dock."""
     doc = max((json.loads(p.read_text()) for p in COMMITTED_RESULTS), key=lambda d: len(d["rows"]))
-    rows = [r for r in server.get(f"/api/runs/{doc['run']['run_id']}")["rows"] if r["status"] == "ok" and r["pass"] == "bwd"]
+    rows = [
+        r for r in server.get(f"/api/runs/{doc['run']['run_id']}")["rows"] if r["status"] == "ok" and r["pass"] == "bwd"
+    ]
     measured = {r["impl"] for r in rows}
     page = make_page()
     wait_lanes(page, DRAWN)
@@ -167,7 +171,9 @@ def test_dock_queue_grows_with_the_block_count(make_page):
     def at(key):
         before = page.evaluate("window.dockState['triton-atomic'].M")
         page.keyboard.press(key)
-        page.wait_for_function(f"() => window.dockState['triton-atomic'] && window.dockState['triton-atomic'].M !== {before}")
+        page.wait_for_function(
+            f"() => window.dockState['triton-atomic'] && window.dockState['triton-atomic'].M !== {before}"
+        )
         return page.evaluate("window.dockState")
 
     small = at("Home")
@@ -185,8 +191,11 @@ def test_dock_forward_mode_and_generic_lanes(make_page, server):
     page = make_page()
     wait_lanes(page, DRAWN)
     page.select_option("#dock-mode", "fwd")
-    forward = sorted(i["name"] for i in server.get("/api/implementations")
-                     if "fwd" in i["passes"] and i["available"] and i["family"] != "baseline")
+    forward = sorted(
+        i["name"]
+        for i in server.get("/api/implementations")
+        if "fwd" in i["passes"] and i["available"] and i["family"] != "baseline"
+    )
     assert "torch-chunked" in forward
     page.wait_for_function(
         "(names) => Object.keys(window.dockState).sort().join() === names.join()"

@@ -66,24 +66,31 @@ def test_each_family_painter_draws_its_own_picture_from_the_real_grid(make_page,
     got = page.evaluate(PAINT, {"impls": impls, "M": M, "N": N, "sm": sm})
 
     atomic = got["triton-atomic"]
-    assert atomic["kind"] == "atomic" and atomic["door"] == 1 and "1 door" in atomic["texts"] and "dγ" in atomic["texts"]
+    assert (
+        atomic["kind"] == "atomic" and atomic["door"] == 1 and "1 door" in atomic["texts"] and "dγ" in atomic["texts"]
+    )
     assert atomic["bayRects"] == 0 and atomic["box"] == 0 and not atomic["loadingMoves"]
     for name in ("triton-workspace", "triton-persistent", "torch-chunked"):
         s, grid = got[name], launch[name]
         want_bays = max(1, min(grid["partial_rows"], trucks_for(grid["programs"]), 14))
         assert s["kind"] == families[name] and s["programs"] == grid["programs"], name
         assert s["bays"] == want_bays and s["bayRects"] == want_bays, (name, s, grid)
-        assert s["door"] == 0 and s["box"] == 0 and s["packets"] == want_bays, name  # mid-consolidation: a packet per bay
+        assert s["door"] == 0 and s["box"] == 0 and s["packets"] == want_bays, (
+            name
+        )  # mid-consolidation: a packet per bay
     assert got["triton-persistent"]["loadingMoves"] and not got["triton-workspace"]["loadingMoves"]
     assert got["triton-persistent"]["trucks"] < got["triton-workspace"]["trucks"]  # few trucks, many rows each
     eager = got["eager"]
     assert launch["eager"] is None and eager["kind"] == "generic" and eager["box"] == 1
-    assert "eager" in eager["texts"] and "grid not published" in eager["texts"] and eager["door"] == eager["bayRects"] == 0
+    assert (
+        "eager" in eager["texts"] and "grid not published" in eager["texts"] and eager["door"] == eager["bayRects"] == 0
+    )
 
 
 def test_lanes_take_the_painter_of_the_family_the_api_gives(make_page, server):
     """A `dgamma_family` key, when the service sends one, wins over `family`: the plugin drawn as atomic then
     queues at one door with its own grid; with no grid published the default painter draws it."""
+
     def route(r):
         res = r.fetch()
         impls = res.json()
@@ -101,10 +108,15 @@ def test_lanes_take_the_painter_of_the_family_the_api_gives(make_page, server):
     show_only(page, ["torch-chunked", "eager", "triton-workspace"])
     state = wait_settled(page, ["eager", "torch-chunked", "triton-workspace"], 16384, 4096)
     grid = server.get("/api/launch?M=16384&N=4096&sm_count=132")
-    assert state["torch-chunked"]["kind"] == "atomic" and state["torch-chunked"]["programs"] == grid["torch-chunked"]["programs"]
+    assert (
+        state["torch-chunked"]["kind"] == "atomic"
+        and state["torch-chunked"]["programs"] == grid["torch-chunked"]["programs"]
+    )
     assert state["torch-chunked"]["maxQueueLength"] > state["triton-workspace"]["maxQueueLength"] == 0
     assert state["eager"]["kind"] == "generic"
-    kinds = page.locator("#dock-lanes figure.lane").evaluate_all("(els) => els.map((e) => [e.dataset.impl, e.dataset.kind])")
+    kinds = page.locator("#dock-lanes figure.lane").evaluate_all(
+        "(els) => els.map((e) => [e.dataset.impl, e.dataset.kind])"
+    )
     assert dict(kinds) == {"torch-chunked": "atomic", "eager": "generic", "triton-workspace": "workspace"}
 
 
@@ -117,22 +129,34 @@ def test_lane_labels_state_the_real_grid_and_the_pictures_differ(make_page, serv
         text = page.locator(f'#dock-lanes figure[data-impl="{name}"] .lane-grid').inner_text()
         g = grid[name]
         n = lambda count, noun: f"{count} {noun}" + ("" if count == 1 else "s")  # noqa: E731 (issue 35: "1 row")
-        want = f"{n(g['programs'], 'program')} × {n(g['rows_per_program'], 'row')} · {n(g['partial_rows'], 'partial row')}"
+        want = (
+            f"{n(g['programs'], 'program')} × {n(g['rows_per_program'], 'row')} · {n(g['partial_rows'], 'partial row')}"
+        )
         assert text.startswith(want), text
         assert state[name]["kind"] == name.removeprefix("triton-")
     page.click("#dock-play")  # pause, then show one moment in every lane
     fastest = min(s["totalUs"] for s in state.values())
     page.evaluate(f"window.dockScene.seekUs({fastest * 0.6})")
-    pictures = {n: page.locator(f'#dock-lanes figure[data-impl="{n}"] canvas').evaluate("(c) => c.toDataURL()")
-                for n in state}
+    pictures = {
+        n: page.locator(f'#dock-lanes figure[data-impl="{n}"] canvas').evaluate("(c) => c.toDataURL()") for n in state
+    }
     assert len(set(pictures.values())) == len(pictures)
 
 
 def overlaps(a, b, slack=0.5):
     """Two boxes ({x, y, w, h} or DOMRect's {x, y, width, height}) share more than `slack` px each way."""
-    aw, ah, bw, bh = (a.get("w", a.get("width")), a.get("h", a.get("height")), b.get("w", b.get("width")),
-                      b.get("h", b.get("height")))
-    return a["x"] + slack < b["x"] + bw and b["x"] + slack < a["x"] + aw and a["y"] + slack < b["y"] + bh and b["y"] + slack < a["y"] + ah
+    aw, ah, bw, bh = (
+        a.get("w", a.get("width")),
+        a.get("h", a.get("height")),
+        b.get("w", b.get("width")),
+        b.get("h", b.get("height")),
+    )
+    return (
+        a["x"] + slack < b["x"] + bw
+        and b["x"] + slack < a["x"] + aw
+        and a["y"] + slack < b["y"] + bh
+        and b["y"] + slack < a["y"] + ah
+    )
 
 
 LABEL_BOXES = """() => [...document.querySelectorAll('#dock-lanes figure.lane')].map((f) => ({
@@ -163,20 +187,21 @@ def test_mobile_lane_labels_never_overlap(make_page, shot):
             assert fig["right"] <= width + 0.5, lane["impl"]
             for i, a in enumerate(labels):
                 assert fig["left"] - 0.5 <= a["left"] and a["right"] <= fig["right"] + 0.5, (lane["impl"], a)
-                for b in labels[i + 1:]:
+                for b in labels[i + 1 :]:
                     assert not overlaps(a, b), (lane["impl"], a["text"], b["text"])
         # The labels drawn on the canvases (dγ, 1 door, the default box's) stay apart and inside it.
         for name, s in page.evaluate("window.dockState").items():
             boxes = s["labels"]
             for i, a in enumerate(boxes):
                 assert a["x"] >= 0 and a["x"] + a["w"] <= s["canvasW"] and a["y"] >= 0, (name, a)
-                for b in boxes[i + 1:]:
+                for b in boxes[i + 1 :]:
                     assert not overlaps(a, b), (name, a, b)
     # The dock's controls do not overlap either.
     controls = page.locator("#dock .dock-controls > label, #dock .dock-controls > button").evaluate_all(
-        "(els) => els.map((e) => ({text: e.textContent, ...e.getBoundingClientRect().toJSON()}))")
+        "(els) => els.map((e) => ({text: e.textContent, ...e.getBoundingClientRect().toJSON()}))"
+    )
     for i, a in enumerate(controls):
         assert a["right"] <= width + 0.5, a
-        for b in controls[i + 1:]:
+        for b in controls[i + 1 :]:
             assert not overlaps(a, b), (a["text"], b["text"])
     shot(page.locator("#dock"), "dock-mobile.png")

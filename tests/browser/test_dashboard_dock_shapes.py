@@ -9,8 +9,11 @@ import pytest
 from browser_paths import COMMITTED_RESULTS
 from dock_helpers import DRAWN, biggest_run, ok_rows, open_run, show_only, slider_value, wait_settled
 
-pytestmark = [pytest.mark.browser, pytest.mark.server,
-              pytest.mark.skipif(not COMMITTED_RESULTS, reason="no committed result file under results/")]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.server,
+    pytest.mark.skipif(not COMMITTED_RESULTS, reason="no committed result file under results/"),
+]
 
 SHOWN = sorted(DRAWN)
 
@@ -95,16 +98,23 @@ def test_dtype_follows_the_chart_filter_and_the_run_is_named(make_page, server):
         page.wait_for_function("(d) => window.dockScene.dtype === d", arg=dtype)
         state = page.wait_for_function(
             "(d) => { const s = Object.values(window.dockState); return s.length === 3 && s.every((x) => x.dtype === d)"
-            " && s.every((x) => x.timing === 'measured') ? window.dockState : false; }", arg=dtype).json_value()
+            " && s.every((x) => x.timing === 'measured') ? window.dockState : false; }",
+            arg=dtype,
+        ).json_value()
         assert dtype in page.locator("#dock-source .dock-dtype").inner_text()
         assert dtype in page.locator("#dock-timing").inner_text()
         for name, s in state.items():
-            want = next(r["median_us"] for r in rows
-                        if r["impl"] == name and r["dtype"] == dtype and r["M"] == s["M"] and r["N"] == s["N"])
+            want = next(
+                r["median_us"]
+                for r in rows
+                if r["impl"] == name and r["dtype"] == dtype and r["M"] == s["M"] and r["N"] == s["N"]
+            )
             assert math.isclose(s["totalUs"], want, rel_tol=1e-9), (name, dtype)
     # "all" in the chart: the dock shows one (bf16 first) and says why.
     page.select_option("#chart-dtype", "all")
-    page.wait_for_function("() => document.querySelector('#dock-source .dock-dtype').textContent.includes('every dtype')")
+    page.wait_for_function(
+        "() => document.querySelector('#dock-source .dock-dtype').textContent.includes('every dtype')"
+    )
     assert page.evaluate("window.dockScene.dtype") == ("bfloat16" if "bfloat16" in dtypes else dtypes[0])
 
 
@@ -175,7 +185,7 @@ def test_dock_shape_round_trips_through_the_url(make_page, server):
 
     # Reopening that URL restores the shape.
     url = page.url
-    again = make_page(path=url[url.index("/", len("http://")):])
+    again = make_page(path=url[url.index("/", len("http://")) :])
     show_only(again, SHOWN)
     wait_settled(again, SHOWN, Ms[-1], int(q["dockN"]))
     open_run(again, run_id)

@@ -29,8 +29,11 @@ def test_cost_model_box_leaves_measured_times_alone(make_page, server):
     assert state[PLUGIN]["timing"] == "unmeasured"
     dtype = page.evaluate("window.dockScene.dtype")
     M, N = state["triton-atomic"]["M"], state["triton-atomic"]["N"]
-    want = {r["impl"]: r["median_us"] for r in ok_rows(server, run_id)
-            if r["dtype"] == dtype and r["M"] == M and r["N"] == N}
+    want = {
+        r["impl"]: r["median_us"]
+        for r in ok_rows(server, run_id)
+        if r["dtype"] == dtype and r["M"] == M and r["N"] == N
+    }
 
     page.check("#dock-model")
     state = page.wait_for_function(
@@ -38,7 +41,11 @@ def test_cost_model_box_leaves_measured_times_alone(make_page, server):
     ).json_value()
     for name in DRAWN:  # still the run's medians, not the model's times
         assert state[name]["timing"] == "measured", name
-        assert math.isclose(state[name]["totalUs"], want[name], rel_tol=1e-9), (name, state[name]["totalUs"], want[name])
+        assert math.isclose(state[name]["totalUs"], want[name], rel_tol=1e-9), (
+            name,
+            state[name]["totalUs"],
+            want[name],
+        )
     timing = page.locator("#dock-timing").inner_text()
     assert "Measured" in timing and PLUGIN in timing and "cost model" in timing, timing
     assert "cost model" in state[PLUGIN]["what"] and "measured" in state["triton-atomic"]["what"]
@@ -48,8 +55,10 @@ def test_forward_words_plurals_and_what_you_see(make_page, server):
     page = make_page()
     show_only(page, DRAWN)
     page.check("#dock-model")  # every lane drawn: measured by the first look's run, else from the model
-    page.wait_for_function("(names) => names.every((n) => window.dockState[n] && window.dockState[n].timing !== 'unmeasured')",
-                           arg=sorted(DRAWN))
+    page.wait_for_function(
+        "(names) => names.every((n) => window.dockState[n] && window.dockState[n].timing !== 'unmeasured')",
+        arg=sorted(DRAWN),
+    )
 
     # One line per lane saying what to conclude: its family's mechanism, and where its time stands among the lanes.
     state = page.evaluate("window.dockState")
@@ -68,7 +77,8 @@ def test_forward_words_plurals_and_what_you_see(make_page, server):
     texts = page.evaluate(
         """async () => { const m = await import('/static/js/dock_lanes.js');
              return [m.gridText({programs: 1, rowsPerProgram: 1, partialRows: 1, blocksPerTruck: 1}),
-                     m.gridText({programs: 2, rowsPerProgram: 3, partialRows: 2, blocksPerTruck: 1})]; }""")
+                     m.gridText({programs: 2, rowsPerProgram: 3, partialRows: 2, blocksPerTruck: 1})]; }"""
+    )
     assert texts == ["1 program × 1 row · 1 partial row", "2 programs × 3 rows · 2 partial rows"]
     for lane in page.locator("#dock-lanes .lane-grid").all_inner_texts():
         assert "1 rows" not in lane and "1 programs" not in lane and "1 partial rows" not in lane, lane
@@ -77,8 +87,10 @@ def test_forward_words_plurals_and_what_you_see(make_page, server):
     legend = page.locator(".dock-legend")
     assert "dγ vector is the dock" in legend.inner_text()
     page.select_option("#dock-mode", "fwd")
-    page.wait_for_function("() => Object.values(window.dockState).length"
-                           " && Object.values(window.dockState).every((s) => s.kind === 'forward')")
+    page.wait_for_function(
+        "() => Object.values(window.dockState).length"
+        " && Object.values(window.dockState).every((s) => s.kind === 'forward')"
+    )
     text = legend.inner_text()
     assert "dγ" not in text and "dock" not in text.split("/api/launch")[0] and "y" in text, text
     whats = {n: s["what"] for n, s in page.evaluate("window.dockState").items()}

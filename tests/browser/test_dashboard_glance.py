@@ -38,10 +38,14 @@ def check_against_api(server, lines, baseline):
             want = api[impl]
             assert (got["won"], got["measured"]) == (want["won"], want["measured"]), impl
             for k in ("vs_baseline", "vs_best_peer"):
-                assert (got[k] is None) == (want[k] is None) and (got[k] is None or math.isclose(got[k], want[k], rel_tol=1e-9)), (impl, k)
+                assert (got[k] is None) == (want[k] is None) and (
+                    got[k] is None or math.isclose(got[k], want[k], rel_tol=1e-9)
+                ), (impl, k)
             text = f"{impl} wins {want['won']}/{want['measured']}"
             if impl != baseline:
-                text += f", {want['vs_baseline']:.2f}× {baseline}" if want["vs_baseline"] is not None else f", – {baseline}"
+                text += (
+                    f", {want['vs_baseline']:.2f}× {baseline}" if want["vs_baseline"] is not None else f", – {baseline}"
+                )
             assert text in ln["text"], (text, ln["text"])
 
 
@@ -55,8 +59,10 @@ def test_the_summary_line_equals_the_api_for_the_default_and_a_picked_baseline(m
     shot(page.locator("#charts"), "summary-line.png")
     other = random.choice(sorted({i for ln in lines for i in ln["impls"]} - {"torch-native"}))
     page.select_option("#baseline", other)
-    page.wait_for_function("(b) => [...document.querySelectorAll('#summary-lines .summary-line')].every((l) => l.dataset.baseline === b)",
-                           arg=other)
+    page.wait_for_function(
+        "(b) => [...document.querySelectorAll('#summary-lines .summary-line')].every((l) => l.dataset.baseline === b)",
+        arg=other,
+    )
     check_against_api(server, standings_on_page(page), other)
 
 
@@ -68,8 +74,9 @@ def test_a_partial_run_says_so_wherever_it_is_named(make_page, server):
     row = page.locator(f'#history-table tbody tr[data-run-id="{partial["run_id"]}"]')
     assert row.locator(".badge.partial").inner_text() == "partial"
     assert "(partial)" in row.inner_text()
-    page.wait_for_function("(id) => [...document.querySelectorAll('#diff-base option')].some((o) => o.value === id)",
-                           arg=partial["run_id"])
+    page.wait_for_function(
+        "(id) => [...document.querySelectorAll('#diff-base option')].some((o) => o.value === id)", arg=partial["run_id"]
+    )
     named = {
         "header": page.locator("#chart-sources").inner_text(),
         "table picker": page.locator(f'#table-run option[value="{partial["run_id"]}"]').inner_text(),
@@ -105,34 +112,78 @@ def test_the_dock_names_the_lanes_its_run_lacks(make_page, server):
     assert cover(chosen) >= max(map(cover, runs))
 
 
-@pytest.mark.parametrize("lanes, runs, chosen", [
-    (["a", "b", "c"], [("new", "X", ["a"], True), ("old", "Y", ["a", "b", "c"], True)], "old"),
-    (["a", "b"], [("partial", "X", ["a", "b"], False), ("whole", "X", ["a"], True)], "whole"),
-    (["a"], [("other-device", "Y", ["a"], True), ("same-device", "X", ["a"], True)], "same-device"),
-    (["z"], [("new", "X", ["a"], True)], None),
-])
+@pytest.mark.parametrize(
+    "lanes, runs, chosen",
+    [
+        (["a", "b", "c"], [("new", "X", ["a"], True), ("old", "Y", ["a", "b", "c"], True)], "old"),
+        (["a", "b"], [("partial", "X", ["a", "b"], False), ("whole", "X", ["a"], True)], "whole"),
+        (["a"], [("other-device", "Y", ["a"], True), ("same-device", "X", ["a"], True)], "same-device"),
+        (["z"], [("new", "X", ["a"], True)], None),
+    ],
+)
 def test_the_dock_run_rule(make_page, lanes, runs, chosen):
-    listing = [{"run_id": i, "device_name": d, "implementations": impls, "complete": c, "kind": "cuda", "counts": {"ok": 5},
-                "created_at": f"2026-12-0{9 - n}T00:00:00Z"} for n, (i, d, impls, c) in enumerate(runs)]
+    listing = [
+        {
+            "run_id": i,
+            "device_name": d,
+            "implementations": impls,
+            "complete": c,
+            "kind": "cuda",
+            "counts": {"ok": 5},
+            "created_at": f"2026-12-0{9 - n}T00:00:00Z",
+        }
+        for n, (i, d, impls, c) in enumerate(runs)
+    ]
     page = make_page()
-    got = page.evaluate("async ([runs, lanes]) => (await import('/static/js/dock_data.js')).dockRunFor(runs, lanes, 'X')?.run_id ?? null",
-                        [listing, lanes])
+    got = page.evaluate(
+        "async ([runs, lanes]) => (await import('/static/js/dock_data.js')).dockRunFor(runs, lanes, 'X')?.run_id ?? null",
+        [listing, lanes],
+    )
     assert got == chosen
 
 
 def trend_doc(run_id, created_at, device, gbps):
-    rows = [{"run_id": run_id, "impl": impl, "pass": p, "dtype": "bfloat16", "M": 4096, "N": n, "status": "ok",
-             "median_us": 10.0, "GBps": g, "bytes": 1, "mode": "cuda", "device": {"name": device}, "started_at": 0.0,
-             "ended_at": 0.0, "timing": "events"} for (impl, p, n), g in gbps.items()]
-    return {"run": {"run_id": run_id, "created_at": created_at, "ceiling_method": "m", "ceiling_GBps": 4000.0,
-                    "versions": {"torch": "t", "triton": "t"}, "sweep": {"timing": "events"}, "git_commit": uuid.uuid4().hex,
-                    "device": {"kind": "cuda", "name": device, "sm_count": 132, "memory_bytes": 1, "l2_bytes": 1}},
-            "rows": rows, "summary": {}}
+    rows = [
+        {
+            "run_id": run_id,
+            "impl": impl,
+            "pass": p,
+            "dtype": "bfloat16",
+            "M": 4096,
+            "N": n,
+            "status": "ok",
+            "median_us": 10.0,
+            "GBps": g,
+            "bytes": 1,
+            "mode": "cuda",
+            "device": {"name": device},
+            "started_at": 0.0,
+            "ended_at": 0.0,
+            "timing": "events",
+        }
+        for (impl, p, n), g in gbps.items()
+    ]
+    return {
+        "run": {
+            "run_id": run_id,
+            "created_at": created_at,
+            "ceiling_method": "m",
+            "ceiling_GBps": 4000.0,
+            "versions": {"torch": "t", "triton": "t"},
+            "sweep": {"timing": "events"},
+            "git_commit": uuid.uuid4().hex,
+            "device": {"kind": "cuda", "name": device, "sm_count": 132, "memory_bytes": 1, "l2_bytes": 1},
+        },
+        "rows": rows,
+        "summary": {},
+    }
 
 
 def test_the_trends_view_flags_a_planted_regression(make_page, server, shot):
     device = f"Planted GPU {uuid.uuid4().hex[:6]}"
-    cases = [(impl, p, n) for impl, p in (("fast", "bwd"), ("steady", "bwd"), ("steady", "fwd")) for n in (1024, 4096, 8192)]
+    cases = [
+        (impl, p, n) for impl, p in (("fast", "bwd"), ("steady", "bwd"), ("steady", "fwd")) for n in (1024, 4096, 8192)
+    ]
     first = {c: random.uniform(1000, 3000) for c in cases}
     second = {c: g * random.uniform(0.995, 1.005) for c, g in first.items()}
     drop = random.uniform(0.7, 0.9)
@@ -145,12 +196,15 @@ def test_the_trends_view_flags_a_planted_regression(make_page, server, shot):
     page = make_page(path=f"/?view=trend&trendDevice={device.replace(' ', '%20')}")
     page.wait_for_function("() => document.querySelectorAll('#view-note .regression').length > 0")
     flagged = page.locator("#view-note .regression").evaluate_all(
-        "(xs) => xs.map((x) => ({impl: x.dataset.impl, pass: x.dataset.pass, run: x.dataset.run, ratio: +x.dataset.ratio}))")
+        "(xs) => xs.map((x) => ({impl: x.dataset.impl, pass: x.dataset.pass, run: x.dataset.run, ratio: +x.dataset.ratio}))"
+    )
     assert [(f["impl"], f["pass"], f["run"]) for f in flagged] == [("fast", "bwd", ids[2])]
     assert math.isclose(flagged[0]["ratio"], drop, rel_tol=1e-9)
     assert page.input_value("#trend-device") == device
-    marked = page.evaluate("() => document.getElementById('chart-alt-bwd').data.flatMap((t) => (t.customdata || [])"
-                           ".filter((c) => c[2]).map((c) => [c[0], c[1]]))")
+    marked = page.evaluate(
+        "() => document.getElementById('chart-alt-bwd').data.flatMap((t) => (t.customdata || [])"
+        ".filter((c) => c[2]).map((c) => [c[0], c[1]]))"
+    )
     assert marked == [["fast", ids[2]]]
     assert page.evaluate("+document.getElementById('chart-alt-fwd').dataset.regressions") == 0
     shot(page.locator("#charts"), "trends.png")
@@ -159,7 +213,12 @@ def test_the_trends_view_flags_a_planted_regression(make_page, server, shot):
 def test_the_fwd_bwd_view_adds_the_stored_times_of_each_pair(make_page, server):
     chosen = first_look_runs(server.get("/api/runs"))
     docs = [server.get(f"/api/runs/{r['run_id']}") for r in chosen]
-    rows = {(r["pass"], r["impl"], r["dtype"], r["M"], r["N"]): r["median_us"] for d in docs for r in d["rows"] if r["status"] == "ok"}
+    rows = {
+        (r["pass"], r["impl"], r["dtype"], r["M"], r["N"]): r["median_us"]
+        for d in docs
+        for r in d["rows"]
+        if r["status"] == "ok"
+    }
     page = make_page(path="/?view=step")
     page.wait_for_function("() => +document.getElementById('chart-alt-fwd').dataset.points > 0")
     pairs = page.locator("#step-pairs .pair").evaluate_all("(xs) => xs.map((x) => x.dataset.pair)")
@@ -168,8 +227,10 @@ def test_the_fwd_bwd_view_adds_the_stored_times_of_each_pair(make_page, server):
     want = sorted(f"{i}+{i}" for i in fwd & bwd) + sorted(f"triton+{i}" for i in bwd - fwd if "triton" in fwd)
     assert pairs == want
     dtype, m = page.input_value("#chart-dtype"), page.input_value("#chart-m")
-    points = page.evaluate("() => document.getElementById('chart-alt-fwd').data.filter((t) => t.customdata)"
-                           ".flatMap((t) => t.customdata.map((c, i) => ({name: t.name, key: c[1], y: t.y[i]})))")
+    points = page.evaluate(
+        "() => document.getElementById('chart-alt-fwd').data.filter((t) => t.customdata)"
+        ".flatMap((t) => t.customdata.map((c, i) => ({name: t.name, key: c[1], y: t.y[i]})))"
+    )
     assert points
     for p in points:
         f, b = (p["name"].split(" + ") + [p["name"]])[:2] if " + " in p["name"] else (p["name"], p["name"])
@@ -181,9 +242,13 @@ def test_the_fwd_bwd_view_adds_the_stored_times_of_each_pair(make_page, server):
     page.select_option("#step-fwd", "liger")
     page.select_option("#step-bwd", "triton-persistent")
     page.click("#step-add")
-    page.wait_for_function("() => (new URLSearchParams(location.search).get('pairs') || '').includes('liger+triton-persistent')")
+    page.wait_for_function(
+        "() => (new URLSearchParams(location.search).get('pairs') || '').includes('liger+triton-persistent')"
+    )
     again = make_page(path="/" + page.url.split("/", 3)[3])
-    again.wait_for_function("() => document.querySelector('#step-pairs [data-pair=\"liger+triton-persistent\"]') !== null")
+    again.wait_for_function(
+        "() => document.querySelector('#step-pairs [data-pair=\"liger+triton-persistent\"]') !== null"
+    )
 
 
 def test_run_vs_run_reads_forward_in_time_and_warns_on_another_device(make_page, server):
@@ -201,10 +266,14 @@ def test_run_vs_run_reads_forward_in_time_and_warns_on_another_device(make_page,
     # The filters show what the diff draws.
     compare = server.get(f"/api/compare?base={older['run_id']}&new={newer['run_id']}&allow_mixed_timing=true")
     if compare["rows"]:
-        page.wait_for_function("() => +document.getElementById('chart-alt-fwd').dataset.points"
-                               " + +document.getElementById('chart-alt-bwd').dataset.points > 0")
-        drawn = page.evaluate("() => ['fwd', 'bwd'].flatMap((p) => document.getElementById('chart-alt-' + p).data"
-                              ".filter((t) => t.customdata).flatMap((t) => t.customdata.map((c) => c[1])))")
+        page.wait_for_function(
+            "() => +document.getElementById('chart-alt-fwd').dataset.points"
+            " + +document.getElementById('chart-alt-bwd').dataset.points > 0"
+        )
+        drawn = page.evaluate(
+            "() => ['fwd', 'bwd'].flatMap((p) => document.getElementById('chart-alt-' + p).data"
+            ".filter((t) => t.customdata).flatMap((t) => t.customdata.map((c) => c[1])))"
+        )
         ms = {int(k.split("/")[2].split("x")[0]) for k in drawn}
         dts = {k.split("/")[1] for k in drawn}
         m, dt = page.input_value("#chart-m"), page.input_value("#chart-dtype")
@@ -223,14 +292,19 @@ def test_a_cpu_profile_is_labelled_as_cpu_operators(make_page, server):
     page.fill("#reps", "3")
     page.check("#profile")
     page.click("#start")
-    page.wait_for_function("() => document.querySelector('#start').disabled === false"
-                           " && document.querySelector('#run-status').textContent.startsWith('Done')", timeout=180_000)
+    page.wait_for_function(
+        "() => document.querySelector('#start').disabled === false"
+        " && document.querySelector('#run-status').textContent.startsWith('Done')",
+        timeout=180_000,
+    )
     caption = page.locator("#chart-profile-caption")
     caption.wait_for(state="visible")
     text = caption.inner_text()
     assert "CPU-operator breakdown" in text and "GPU" not in text.replace("no GPU kernels", "")
-    names = page.evaluate("() => document.getElementById('chart-profile').data.filter((t) => t.meta && t.meta.kind === 'kernel')"
-                          ".map((t) => t.meta.kernel)")
+    names = page.evaluate(
+        "() => document.getElementById('chart-profile').data.filter((t) => t.meta && t.meta.kind === 'kernel')"
+        ".map((t) => t.meta.kernel)"
+    )
     assert names and not any(n.startswith("autograd::") for n in names)
     assert any(n.endswith("Backward0") or n.startswith("aten::") for n in names)
     # The table's peak memory of a CPU row: "–", saying why (the engine measures it on CUDA only).

@@ -21,8 +21,10 @@ SHAPE = {"M": [64], "N": [128, 256]}
 @pytest.fixture(scope="module")
 def result_file(server):
     """A valid result file with real (CPU) measurements: one run through the service, as a document."""
-    doc = server.post("/benchmark?stream=false", {"implementations": ["eager", "torch-chunked"], **SHAPE,
-                                                  "repetitions": 3, "dtypes": ["bfloat16"]})
+    doc = server.post(
+        "/benchmark?stream=false",
+        {"implementations": ["eager", "torch-chunked"], **SHAPE, "repetitions": 3, "dtypes": ["bfloat16"]},
+    )
     assert doc["summary"]["ok"] == 8, doc["summary"]
     return doc
 

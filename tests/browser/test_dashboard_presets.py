@@ -28,8 +28,10 @@ def test_model_names_on_the_n_axis_and_in_the_hover(make_page, server):
     presets = {p["name"]: p for p in server.get("/api/presets")}
     labels = {int(n): names for n, names in presets["models"]["labels"].items()}
     page = make_page(width=1440, path=f"/?runs={doc['run']['run_id']}&M=all")
-    axis = page.evaluate("() => { const l = document.getElementById('chart-fwd').layout.xaxis;"
-                         " return {vals: l.tickvals, text: l.ticktext}; }")
+    axis = page.evaluate(
+        "() => { const l = document.getElementById('chart-fwd').layout.xaxis;"
+        " return {vals: l.tickvals, text: l.ticktext}; }"
+    )
     widths = sorted({r["N"] for r in doc["rows"] if r["pass"] == "fwd" and r["status"] == "ok"})
     assert set(widths) <= set(axis["vals"]), "every measured model width is a tick"
     named = {v: t for v, t in zip(axis["vals"], axis["text"]) if " · " in t}

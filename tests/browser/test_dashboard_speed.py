@@ -67,12 +67,18 @@ def first_chart_s(browser, guard, server):
         page.add_init_script(WATCH)
         t0 = time.perf_counter()
         page.goto(server.url + "/", wait_until="commit")
-        page.wait_for_function("() => +document.querySelector('#chart-fwd')?.dataset.points"
-                               " + +document.querySelector('#chart-bwd')?.dataset.points > 0", polling=10, timeout=60_000)
+        page.wait_for_function(
+            "() => +document.querySelector('#chart-fwd')?.dataset.points"
+            " + +document.querySelector('#chart-bwd')?.dataset.points > 0",
+            polling=10,
+            timeout=60_000,
+        )
         elapsed = time.perf_counter() - t0
         seen = page.evaluate("window.__seen")
-        resources = page.evaluate("performance.getEntriesByType('resource').map((e) => ({name: e.name, start: e.startTime,"
-                                  " end: e.responseEnd, bytes: e.transferSize, body: e.decodedBodySize}))")
+        resources = page.evaluate(
+            "performance.getEntriesByType('resource').map((e) => ({name: e.name, start: e.startTime,"
+            " end: e.responseEnd, bytes: e.transferSize, body: e.decodedBodySize}))"
+        )
         page.wait_for_function("() => window.dashboardReady === true")
         return elapsed, seen, resources
     finally:
@@ -101,8 +107,10 @@ def test_first_charts_come_quickly(browser, server, guard, capsys):
         last = (seen, resources)
     blank, chart = statistics.median(blanks), statistics.median(charts)
     with capsys.disabled():
-        print(f"\nfirst chart {chart * 1000:.0f} ms (tries {[round(c * 1000) for c in charts]}), blank page "
-              f"{blank * 1000:.0f} ms ({[round(b * 1000) for b in blanks]}), ratio {chart / blank:.1f}")
+        print(
+            f"\nfirst chart {chart * 1000:.0f} ms (tries {[round(c * 1000) for c in charts]}), blank page "
+            f"{blank * 1000:.0f} ms ({[round(b * 1000) for b in blanks]}), ratio {chart / blank:.1f}"
+        )
     guard.check()
     seen, resources = last
     # Never "No results yet" over empty axes while the first run loads.

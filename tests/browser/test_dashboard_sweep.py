@@ -120,9 +120,13 @@ def test_live_sweep_fills_the_charts_as_rows_stream(make_page, server, shot):
           return document.querySelector('#chart-bwd .hoverlayer').textContent;
         }"""
     )
-    first = min((r for r in stored.values() if r["impl"] == "torch-chunked" and r["pass"] == "bwd"), key=lambda r: r["N"])
+    first = min(
+        (r for r in stored.values() if r["impl"] == "torch-chunked" and r["pass"] == "bwd"), key=lambda r: r["N"]
+    )
     assert "torch-chunked" in hover and f"M={first['M']}" in hover and f"N={first['N']}" in hover, hover
-    assert "bfloat16" in hover and f"median {first['median_us']:.2f} µs" in hover and "min" in hover and "max" in hover, hover
+    assert (
+        "bfloat16" in hover and f"median {first['median_us']:.2f} µs" in hover and "min" in hover and "max" in hover
+    ), hover
 
     # The measured copy ceiling is drawn as a horizontal line at its value.
     ceiling = page.evaluate(

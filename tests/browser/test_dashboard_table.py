@@ -87,7 +87,9 @@ def test_first_visit_opens_the_first_look_run(make_page, server):
     # The listing's word for what the run measured is its rows' (the rule ranks by it).
     doc = server.get(f"/api/runs/{newest['run_id']}")
     ok = [r for r in doc["rows"] if r["status"] == "ok"]
-    assert newest["implementations"] == sorted({r["impl"] for r in ok}) and newest["passes"] == sorted({r["pass"] for r in ok})
+    assert newest["implementations"] == sorted({r["impl"] for r in ok}) and newest["passes"] == sorted(
+        {r["pass"] for r in ok}
+    )
     page = make_page()
     page.wait_for_function("() => +document.querySelector('#chart-fwd').dataset.points > 0")
     for run in first_look_runs(server.get("/api/runs")):  # the session's other file is overlaid
@@ -99,57 +101,131 @@ def test_first_visit_opens_the_first_look_run(make_page, server):
         "() => document.getElementById('chart-bwd').data.filter((t) => t.customdata)"
         ".flatMap((t) => t.customdata.map((c, i) => [c[0], c[1], c[2], c[3], t.y[i]]))"
     )
-    stored = {(r["impl"], r["M"], r["N"], r["dtype"]): r["GBps"] for r in doc["rows"] if r["pass"] == "bwd" and r["status"] == "ok"}
+    stored = {
+        (r["impl"], r["M"], r["N"], r["dtype"]): r["GBps"]
+        for r in doc["rows"]
+        if r["pass"] == "bwd" and r["status"] == "ok"
+    }
     assert drawn and all(math.isclose(y, stored[(i, m, n, d)], rel_tol=1e-9) for i, m, n, d, y in drawn)
 
 
-def listing(run_id, created_at, impls, passes=("bwd", "fwd"), ok=10, kind="cuda", device="GPU A", complete=True,
-            commit="c1"):
-    return {"run_id": run_id, "created_at": created_at, "kind": kind, "rows": ok, "counts": {"ok": ok},
-            "implementations": [f"impl-{i}" for i in range(impls)], "passes": list(passes), "device_name": device,
-            "complete": complete, "git_commit": commit}
+def listing(
+    run_id, created_at, impls, passes=("bwd", "fwd"), ok=10, kind="cuda", device="GPU A", complete=True, commit="c1"
+):
+    return {
+        "run_id": run_id,
+        "created_at": created_at,
+        "kind": kind,
+        "rows": ok,
+        "counts": {"ok": ok},
+        "implementations": [f"impl-{i}" for i in range(impls)],
+        "passes": list(passes),
+        "device_name": device,
+        "complete": complete,
+        "git_commit": commit,
+    }
 
 
-@pytest.mark.parametrize("runs, chosen", [
-    # A thin side run on the newest day does not hide that day's broad comparison (issue 17: the QuACK-only run).
-    ([listing("side", "2026-12-03T08:40:00Z", 3), listing("broad", "2026-12-03T08:16:00Z", 6),
-      listing("older", "2026-12-02T16:00:00Z", 9)], ["broad"]),
-    # An older day's run never wins over the newest day's, however broad; CPU runs and runs without a measured row
-    # never count.
-    ([listing("cpu", "2026-12-04T09:00:00Z", 9, kind="cpu"), listing("empty", "2026-12-04T08:00:00Z", 9, ok=0),
-      listing("today", "2026-12-03T07:00:00Z", 2), listing("yesterday", "2026-12-02T07:00:00Z", 9)], ["today"]),
-    # Both passes before the number of implementations; then the most measured rows; then the newest.
-    ([listing("fwd-only", "2026-12-03T10:00:00Z", 8, passes=("fwd",)), listing("both", "2026-12-03T09:00:00Z", 4)], ["both"]),
-    ([listing("few-rows", "2026-12-03T10:00:00Z", 5, ok=96), listing("many-rows", "2026-12-03T09:00:00Z", 5, ok=336)],
-     ["many-rows"]),
-    ([listing("new", "2026-12-03T10:00:00Z", 5), listing("old", "2026-12-03T09:00:00Z", 5)], ["new"]),
-    ([listing("cpu", "2026-12-03T10:00:00Z", 5, kind="cpu")], []),
-    # A newer day's run of one pass does not hide an older day's run of both (a forward-only sweep of 2026-12-04).
-    ([listing("fwd-today", "2026-12-04T03:22:00Z", 4, passes=("fwd",)), listing("both-yesterday", "2026-12-03T08:16:00Z", 6),
-      listing("both-older", "2026-12-02T16:00:00Z", 9)], ["both-yesterday"]),
-    # Issue 35: one session's forward and backward files (one commit, one day) open together, backward first...
-    ([listing("fwd-today", "2026-12-04T03:22:00Z", 4, passes=("fwd",)), listing("bwd-today", "2026-12-04T02:00:00Z", 2,
-      passes=("bwd",)), listing("fwd-older", "2026-12-02T16:00:00Z", 9, passes=("fwd",))], ["bwd-today", "fwd-today"]),
-    # ... but not files of two commits: then the newest day's broadest single run.
-    ([listing("fwd-today", "2026-12-04T03:22:00Z", 4, passes=("fwd",), commit="c2"),
-      listing("bwd-today", "2026-12-04T02:00:00Z", 2, passes=("bwd",))], ["fwd-today"]),
-    # A run cut short never opens first while a complete one is stored (the fp16 "partial" file of issue 35) ...
-    ([listing("partial-new", "2026-12-04T14:35:00Z", 6, complete=False), listing("whole", "2026-12-03T08:20:00Z", 5)],
-     ["whole"]),
-    # ... unless every GPU run is partial.
-    ([listing("partial-a", "2026-12-04T14:35:00Z", 6, complete=False),
-      listing("partial-b", "2026-12-03T08:20:00Z", 9, complete=False)], ["partial-a"]),
-    # The newest GPU device: an H100 session of two files, newer than an H200 run of both passes, opens first.
-    ([listing("h100-bwd", "2026-12-06T04:37:00Z", 5, passes=("bwd",), device="H100"),
-      listing("h100-fwd", "2026-12-06T04:29:00Z", 5, passes=("fwd",), device="H100"),
-      listing("h200-fwd", "2026-12-06T03:06:00Z", 4, passes=("fwd",), device="H200"),
-      listing("h200-both", "2026-12-03T08:20:00Z", 9, device="H200")], ["h100-bwd", "h100-fwd"]),
-])
+@pytest.mark.parametrize(
+    "runs, chosen",
+    [
+        # A thin side run on the newest day does not hide that day's broad comparison (issue 17: the QuACK-only run).
+        (
+            [
+                listing("side", "2026-12-03T08:40:00Z", 3),
+                listing("broad", "2026-12-03T08:16:00Z", 6),
+                listing("older", "2026-12-02T16:00:00Z", 9),
+            ],
+            ["broad"],
+        ),
+        # An older day's run never wins over the newest day's, however broad; CPU runs and runs without a measured row
+        # never count.
+        (
+            [
+                listing("cpu", "2026-12-04T09:00:00Z", 9, kind="cpu"),
+                listing("empty", "2026-12-04T08:00:00Z", 9, ok=0),
+                listing("today", "2026-12-03T07:00:00Z", 2),
+                listing("yesterday", "2026-12-02T07:00:00Z", 9),
+            ],
+            ["today"],
+        ),
+        # Both passes before the number of implementations; then the most measured rows; then the newest.
+        (
+            [
+                listing("fwd-only", "2026-12-03T10:00:00Z", 8, passes=("fwd",)),
+                listing("both", "2026-12-03T09:00:00Z", 4),
+            ],
+            ["both"],
+        ),
+        (
+            [
+                listing("few-rows", "2026-12-03T10:00:00Z", 5, ok=96),
+                listing("many-rows", "2026-12-03T09:00:00Z", 5, ok=336),
+            ],
+            ["many-rows"],
+        ),
+        ([listing("new", "2026-12-03T10:00:00Z", 5), listing("old", "2026-12-03T09:00:00Z", 5)], ["new"]),
+        ([listing("cpu", "2026-12-03T10:00:00Z", 5, kind="cpu")], []),
+        # A newer day's run of one pass does not hide an older day's run of both (a forward-only sweep of 2026-12-04).
+        (
+            [
+                listing("fwd-today", "2026-12-04T03:22:00Z", 4, passes=("fwd",)),
+                listing("both-yesterday", "2026-12-03T08:16:00Z", 6),
+                listing("both-older", "2026-12-02T16:00:00Z", 9),
+            ],
+            ["both-yesterday"],
+        ),
+        # Issue 35: one session's forward and backward files (one commit, one day) open together, backward first...
+        (
+            [
+                listing("fwd-today", "2026-12-04T03:22:00Z", 4, passes=("fwd",)),
+                listing("bwd-today", "2026-12-04T02:00:00Z", 2, passes=("bwd",)),
+                listing("fwd-older", "2026-12-02T16:00:00Z", 9, passes=("fwd",)),
+            ],
+            ["bwd-today", "fwd-today"],
+        ),
+        # ... but not files of two commits: then the newest day's broadest single run.
+        (
+            [
+                listing("fwd-today", "2026-12-04T03:22:00Z", 4, passes=("fwd",), commit="c2"),
+                listing("bwd-today", "2026-12-04T02:00:00Z", 2, passes=("bwd",)),
+            ],
+            ["fwd-today"],
+        ),
+        # A run cut short never opens first while a complete one is stored (the fp16 "partial" file of issue 35) ...
+        (
+            [
+                listing("partial-new", "2026-12-04T14:35:00Z", 6, complete=False),
+                listing("whole", "2026-12-03T08:20:00Z", 5),
+            ],
+            ["whole"],
+        ),
+        # ... unless every GPU run is partial.
+        (
+            [
+                listing("partial-a", "2026-12-04T14:35:00Z", 6, complete=False),
+                listing("partial-b", "2026-12-03T08:20:00Z", 9, complete=False),
+            ],
+            ["partial-a"],
+        ),
+        # The newest GPU device: an H100 session of two files, newer than an H200 run of both passes, opens first.
+        (
+            [
+                listing("h100-bwd", "2026-12-06T04:37:00Z", 5, passes=("bwd",), device="H100"),
+                listing("h100-fwd", "2026-12-06T04:29:00Z", 5, passes=("fwd",), device="H100"),
+                listing("h200-fwd", "2026-12-06T03:06:00Z", 4, passes=("fwd",), device="H200"),
+                listing("h200-both", "2026-12-03T08:20:00Z", 9, device="H200"),
+            ],
+            ["h100-bwd", "h100-fwd"],
+        ),
+    ],
+)
 def test_the_page_rule_picks_the_documented_run(make_page, runs, chosen):
     """The page's firstLookRuns, on made-up listings, against the rule as documented (first_look_rule.py)."""
     page = make_page()
-    picked = page.evaluate("async (runs) => (await import('/static/js/first_look.js')).firstLookRuns(runs).map((r) => r.run_id)",
-                           runs)
+    picked = page.evaluate(
+        "async (runs) => (await import('/static/js/first_look.js')).firstLookRuns(runs).map((r) => r.run_id)", runs
+    )
     assert picked == chosen
     assert [r["run_id"] for r in first_look_runs(runs)] == chosen
 
@@ -191,8 +267,12 @@ def test_values_speedup_baseline_picker_and_sorting(make_page, server):
     assert page.input_value("#baseline") == "torch-native"  # the default baseline
     for baseline in ("torch-native", random.choice(sorted({r["impl"] for r in ok} - {"torch-native"}))):
         page.select_option("#baseline", baseline)
-        page.wait_for_function("(b) => document.querySelector('#shape-table thead').textContent.includes('vs ' + b)", arg=baseline)
-        base = {(r["pass"], r["N"]): r["GBps"] for r in ok if r["impl"] == baseline and r["dtype"] == dtype and r["M"] == m}
+        page.wait_for_function(
+            "(b) => document.querySelector('#shape-table thead').textContent.includes('vs ' + b)", arg=baseline
+        )
+        base = {
+            (r["pass"], r["N"]): r["GBps"] for r in ok if r["impl"] == baseline and r["dtype"] == dtype and r["M"] == m
+        }
         lines = table_lines(page)
         assert lines and {ln["key"].split("/")[1] for ln in lines} == {dtype}
         by_case = {(r["pass"], r["N"], r["impl"]): r for r in ok if r["dtype"] == dtype and r["M"] == m}
@@ -233,10 +313,20 @@ def test_a_wrong_row_is_marked_and_never_starred(make_page, server):
     old_best = summarize(doc["rows"])["best"]
     doomed = random.sample(sorted(old_best), 3)
     for key in doomed:
-        row = next(r for r in doc["rows"] if f"{r['pass']}/{r['dtype']}/{r['M']}x{r['N']}" == key
-                   and r["impl"] == old_best[key]["impl"] and r["status"] == "ok")
-        row.update(status="wrong", verified=False, max_rel_err=0.01, tolerance=0.002,
-                   reason="max relative error 1.0e-02 above the tolerance 2.0e-03")
+        row = next(
+            r
+            for r in doc["rows"]
+            if f"{r['pass']}/{r['dtype']}/{r['M']}x{r['N']}" == key
+            and r["impl"] == old_best[key]["impl"]
+            and r["status"] == "ok"
+        )
+        row.update(
+            status="wrong",
+            verified=False,
+            max_rel_err=0.01,
+            tolerance=0.002,
+            reason="max relative error 1.0e-02 above the tolerance 2.0e-03",
+        )
     doc["summary"] = {**summarize(doc["rows"]), "run_id": run_id}
     server.post("/api/runs/import", doc)
     api = server.get(f"/api/runs/{run_id}")

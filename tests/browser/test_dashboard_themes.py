@@ -30,8 +30,11 @@ def test_table_text_contrast_in_both_themes(make_page, scheme):
     page.wait_for_function("() => document.querySelectorAll('#shape-table tr.best').length > 0")
     cells = page.evaluate(TABLE_TEXT)
     assert any(c["best"] for c in cells) and len(cells) > 20
-    low = [(c["text"], c["color"], c["bg"], round(contrast(c["color"], c["bg"]), 2)) for c in cells
-           if contrast(c["color"], c["bg"]) < 4.5]
+    low = [
+        (c["text"], c["color"], c["bg"], round(contrast(c["color"], c["bg"]), 2))
+        for c in cells
+        if contrast(c["color"], c["bg"]) < 4.5
+    ]
     assert not low, f"{scheme}: table text under 4.5:1: {low[:6]}"
 
 
@@ -57,8 +60,10 @@ LANES = """() => [...document.querySelectorAll('#dock-lanes figure.lane')].map((
 def test_dock_canvas_follows_the_colour_scheme(make_page, scheme):
     page = make_page()
     page.emulate_media(color_scheme=scheme)
-    page.wait_for_function("() => Object.keys(window.dockState || {}).length > 0"
-                           " && document.querySelectorAll('#dock-lanes figure.lane canvas').length > 0")
+    page.wait_for_function(
+        "() => Object.keys(window.dockState || {}).length > 0"
+        " && document.querySelectorAll('#dock-lanes figure.lane canvas').length > 0"
+    )
     page.wait_for_timeout(100)  # a frame painted after the scheme change
     lanes = page.evaluate(LANES)
     assert lanes
@@ -69,6 +74,10 @@ def test_dock_canvas_follows_the_colour_scheme(make_page, scheme):
         assert contrast(lane["name"], lane["headBg"]) >= 3, lane
         assert contrast(lane["name"], lane["canvasBg"]) >= 3, lane
         # The labels: on the canvas (dγ, 1 door, box names) and around it (grid, phase, clock).
-        for ink, bg in ((lane["canvasInk"], lane["canvasBg"]), (lane["doorInk"], lane["canvasBg"]),
-                        (lane["headInk"], lane["headBg"]), (lane["footInk"], lane["footBg"])):
+        for ink, bg in (
+            (lane["canvasInk"], lane["canvasBg"]),
+            (lane["doorInk"], lane["canvasBg"]),
+            (lane["headInk"], lane["headBg"]),
+            (lane["footInk"], lane["footBg"]),
+        ):
             assert contrast(ink, bg) >= 4.5, (lane["impl"], ink, bg)

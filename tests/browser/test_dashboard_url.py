@@ -24,7 +24,9 @@ def committed():
     timing = lambda d: d["run"]["sweep"].get("timing", "events")  # noqa: E731
     graph = next(d for d in docs if timing(d) == "cuda-graph")
     # An events-timed run with the same shapes as the graph-timed one, and another events run sharing some.
-    same = next(d for d in docs if timing(d) == "events" and {r["M"] for r in d["rows"]} == {r["M"] for r in graph["rows"]})
+    same = next(
+        d for d in docs if timing(d) == "events" and {r["M"] for r in d["rows"]} == {r["M"] for r in graph["rows"]}
+    )
     other = max((d for d in docs if timing(d) == "events" and d is not same), key=lambda d: len(d["rows"]))
     return graph, same, other
 
@@ -66,8 +68,10 @@ def test_url_round_trip_restores_runs_view_filters_and_baseline(make_page, serve
     page.select_option("#chart-m", str(ms[0]))
     page.select_option("#baseline", "eager")
     page.select_option("#table-run", b)
-    page.wait_for_function("() => new URLSearchParams(location.search).get('baseline') === 'eager'"
-                           " && new URLSearchParams(location.search).get('table')")
+    page.wait_for_function(
+        "() => new URLSearchParams(location.search).get('baseline') === 'eager'"
+        " && new URLSearchParams(location.search).get('table')"
+    )
     q = query(page)
     assert q["runs"].split(",") == [a, b]
     assert (q["view"], q["dtype"], q["M"], q["baseline"], q["table"]) == ("speedup", "bfloat16", str(ms[0]), "eager", b)
@@ -142,9 +146,14 @@ def test_diff_view_warns_on_mixed_timing_and_plots_the_api_ratios(make_page, ser
     page.wait_for_function("() => document.querySelector('#diff-warning').hidden")
     page.wait_for_function("(id) => new URLSearchParams(location.search).get('new') === id", arg=other["run"]["run_id"])
     # The charts and the table now show the two runs compared, the new one first.
-    page.wait_for_function("(ids) => new URLSearchParams(location.search).get('runs') === ids.join(',')",
-                           arg=[other["run"]["run_id"], base])
-    assert page.locator("#table-run option").evaluate_all("(os) => os.map((o) => o.value)") == [other["run"]["run_id"], base]
+    page.wait_for_function(
+        "(ids) => new URLSearchParams(location.search).get('runs') === ids.join(',')",
+        arg=[other["run"]["run_id"], base],
+    )
+    assert page.locator("#table-run option").evaluate_all("(os) => os.map((o) => o.value)") == [
+        other["run"]["run_id"],
+        base,
+    ]
     assert page.locator("#diff-base").input_value() == base
     api = server.get(f"/api/compare?base={base}&new={other['run']['run_id']}")
     assert api["rows"], "the two events runs should share shapes"
@@ -155,8 +164,13 @@ def test_diff_view_warns_on_mixed_timing_and_plots_the_api_ratios(make_page, ser
 
 
 def test_a_live_run_is_drawn_over_the_open_stored_run(make_page, server):
-    sweep = {"implementations": ["eager", "torch-native"], "M": [64, 128], "N": [128, 256], "repetitions": 3,
-             "dtypes": ["bfloat16"]}
+    sweep = {
+        "implementations": ["eager", "torch-native"],
+        "M": [64, 128],
+        "N": [128, 256],
+        "repetitions": 3,
+        "dtypes": ["bfloat16"],
+    }
     stored = server.post("/benchmark?stream=false", sweep)
     stored_id = stored["run"]["run_id"]
     page = make_page(path=f"/?runs={stored_id}")
@@ -169,15 +183,22 @@ def test_a_live_run_is_drawn_over_the_open_stored_run(make_page, server):
     page.fill("#n-list", "128, 256")
     page.fill("#reps", "3")
     page.click("#start")
-    page.wait_for_function("() => document.querySelector('#start').disabled === false"
-                           " && document.querySelector('#run-status').textContent.startsWith('Done')", timeout=180_000)
+    page.wait_for_function(
+        "() => document.querySelector('#start').disabled === false"
+        " && document.querySelector('#run-status').textContent.startsWith('Done')",
+        timeout=180_000,
+    )
     assert page.input_value("#chart-m") == "all"  # every M of the live run
     srcs = page.evaluate(
         "() => document.getElementById('chart-bwd').data.filter((t) => t.customdata)"
         ".flatMap((t) => t.customdata.map((c) => c[9] + '|' + c[1]))"
     )
     labels = {s.split("|")[0] for s in srcs}
-    assert len(labels) == 2 and any(lb.startswith("baseline") for lb in labels) and any(lb.startswith("live") for lb in labels)
+    assert (
+        len(labels) == 2
+        and any(lb.startswith("baseline") for lb in labels)
+        and any(lb.startswith("live") for lb in labels)
+    )
     assert {int(s.split("|")[1]) for s in srcs} == {64, 128}
     ok = sum(1 for r in stored["rows"] if r["status"] == "ok" and r["pass"] == "bwd")
     assert len(srcs) == 2 * ok  # the baseline's bwd points and as many live ones
@@ -189,8 +210,11 @@ def test_a_live_run_is_drawn_over_the_open_stored_run(make_page, server):
         "() => Object.fromEntries([...document.querySelectorAll('#shape-table tbody tr.best')].map((tr) => [tr.dataset.key, tr.dataset.impl]))"
     )
     assert starred == {k: b["impl"] for k, b in summary["best"].items()} and len(starred) == 8
-    page.wait_for_function("(id) => (new URLSearchParams(location.search).get('runs') || '').split(',').length === 2"
-                           " && location.search.includes(id)", arg=stored_id)
+    page.wait_for_function(
+        "(id) => (new URLSearchParams(location.search).get('runs') || '').split(',').length === 2"
+        " && location.search.includes(id)",
+        arg=stored_id,
+    )
 
 
 def test_a_bad_url_falls_back_to_the_first_look(make_page, server, guard):
@@ -199,8 +223,9 @@ def test_a_bad_url_falls_back_to_the_first_look(make_page, server, guard):
     guard.expect_http_error(404)
     newest = first_look_run(server.get("/api/runs"))
     page = make_page(path="/?runs=no-such-run-1&view=bogus&dtype=int3&M=abc&baseline=nobody&sort=GBps.sideways")
-    page.wait_for_function("(id) => document.querySelector(`#history-table tbody tr[data-run-id='${id}'].shown`)",
-                           arg=newest["run_id"])
+    page.wait_for_function(
+        "(id) => document.querySelector(`#history-table tbody tr[data-run-id='${id}'].shown`)", arg=newest["run_id"]
+    )
     assert page.locator('input[name="view"][value="GBps"]').is_checked()
     assert page.input_value("#chart-dtype") != "int3" and page.input_value("#chart-m") != "abc"
     assert page.input_value("#baseline") != "nobody"

@@ -57,8 +57,7 @@ def test_the_page_works_under_its_csp(browser, server):
 
 # -- a page of another origin ----------------------------------------------------------------------------------------
 
-SWEEP = {"implementations": ["eager"], "passes": ["fwd"], "dtypes": ["float32"], "M": [8], "N": [64],
-         "repetitions": 3}
+SWEEP = {"implementations": ["eager"], "passes": ["fwd"], "dtypes": ["float32"], "M": [8], "N": [64], "repetitions": 3}
 
 
 def attacker_page(target: str, run_file: dict, victim: str) -> str:
@@ -111,8 +110,12 @@ def test_a_page_of_another_loopback_port_cannot_write_or_frame(browser, server, 
 
     context = browser.new_context()
     answers: list[tuple[str, str, int]] = []
-    context.on("response", lambda r: r.url.startswith(server.url) and answers.append(
-        (r.request.method, r.url[len(server.url):], r.status)))
+    context.on(
+        "response",
+        lambda r: (
+            r.url.startswith(server.url) and answers.append((r.request.method, r.url[len(server.url) :], r.status))
+        ),
+    )
     console: list[str] = []
     page = context.new_page()
     page.on("console", lambda m: console.append(m.text))
@@ -126,8 +129,9 @@ def test_a_page_of_another_loopback_port_cannot_write_or_frame(browser, server, 
         context.close()
 
     writes = [a for a in answers if a[0] == "POST"]
-    assert sorted(path for _, path, _ in writes) == sorted(["/api/runs/import", "/api/runs/import",
-                                                            "/benchmark?stream=false", "/benchmark?stream=false"])
+    assert sorted(path for _, path, _ in writes) == sorted(
+        ["/api/runs/import", "/api/runs/import", "/benchmark?stream=false", "/benchmark?stream=false"]
+    )
     assert all(status == 403 for _, _, status in writes), answers
     assert fetched[:2] == ["opaque", "opaque"] and str(fetched[2]).startswith("refused"), fetched
     assert any("frame-ancestors" in line for line in console), console

@@ -17,5 +17,10 @@ def _off_by_one_percent(x, weight, eps=1e-6):
     return _rmsnorm(x, weight, eps) * 1.01
 
 
-wrong = Implementation("cli-test-wrong", fn=_off_by_one_percent, family="other",
-                       description="fast and 1 % off: must come back wrong", source="plugin")
+wrong = Implementation(
+    "cli-test-wrong",
+    fn=_off_by_one_percent,
+    family="other",
+    description="fast and 1 % off: must come back wrong",
+    source="plugin",
+)

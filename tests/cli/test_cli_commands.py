@@ -29,19 +29,22 @@ def exit_code_and_stderr(argv, capsys):
     return info.value.code, capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["bench", "--impl", "no-such-kernel", "--device", "cpu"], ["implementations", "no-such-kernel", "eager"]),
-    (["bench", "--dtype", "int4", "--device", "cpu"], ["dtypes", "int4", "bf16"]),
-    (["bench", "--m", "1048576", "--n", "4096", "--device", "cpu"], ["N", "M·N", "2147483648"]),
-    (["bench", "--m", "12,abc", "--device", "cpu"], ["--m", "integers"]),
-    (["bench", "--reps", "0", "--device", "cpu"], ["repetitions"]),
-    (["bench", "--pass", "sideways", "--device", "cpu"], ["passes"]),
-    (["bench", "--device", "tpu"], ["--device"]),
-    (["bench", "--plugin", "no_such_module_xyz:thing", "--device", "cpu"], ["no_such_module_xyz"]),
-    (["plot"], ["file"]),
-    ([], ["COMMAND"]),
-    (["frobnicate"], ["frobnicate"]),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["bench", "--impl", "no-such-kernel", "--device", "cpu"], ["implementations", "no-such-kernel", "eager"]),
+        (["bench", "--dtype", "int4", "--device", "cpu"], ["dtypes", "int4", "bf16"]),
+        (["bench", "--m", "1048576", "--n", "4096", "--device", "cpu"], ["N", "M·N", "2147483648"]),
+        (["bench", "--m", "12,abc", "--device", "cpu"], ["--m", "integers"]),
+        (["bench", "--reps", "0", "--device", "cpu"], ["repetitions"]),
+        (["bench", "--pass", "sideways", "--device", "cpu"], ["passes"]),
+        (["bench", "--device", "tpu"], ["--device"]),
+        (["bench", "--plugin", "no_such_module_xyz:thing", "--device", "cpu"], ["no_such_module_xyz"]),
+        (["plot"], ["file"]),
+        ([], ["COMMAND"]),
+        (["frobnicate"], ["frobnicate"]),
+    ],
+)
 def test_bad_arguments_exit_2_with_a_readable_message(argv, words, capsys):
     code, err = exit_code_and_stderr(argv, capsys)
     assert code == 2
@@ -62,9 +65,33 @@ def test_cuda_device_without_gpu_is_refused(capsys):
 
 def test_engine_on_cpu_writes_a_valid_result_file_and_plot(tmp_path, capsys):
     out, html = tmp_path / "run.json", tmp_path / "run.html"
-    code = cli.main(["bench", "--impl", "eager,cli-test-torch", "--plugin", PLUGIN, "--pass", "fwd,bwd",
-                     "--dtype", "bf16,fp32", "--m", "32", "--n", "64,128", "--reps", "3", "--warmup", "1",
-                     "--device", "cpu", "--out", str(out), "--plot", str(html)])
+    code = cli.main(
+        [
+            "bench",
+            "--impl",
+            "eager,cli-test-torch",
+            "--plugin",
+            PLUGIN,
+            "--pass",
+            "fwd,bwd",
+            "--dtype",
+            "bf16,fp32",
+            "--m",
+            "32",
+            "--n",
+            "64,128",
+            "--reps",
+            "3",
+            "--warmup",
+            "1",
+            "--device",
+            "cpu",
+            "--out",
+            str(out),
+            "--plot",
+            str(html),
+        ]
+    )
     assert code == 0
     captured = capsys.readouterr()
     run = RunFile.model_validate_json(out.read_text())
@@ -92,9 +119,35 @@ def test_bench_writes_the_rows_so_far_while_it_runs(tmp_path, monkeypatch):
 
     monkeypatch.setattr(cli, "CHECKPOINT_S", 0.0)
     monkeypatch.setattr(cli, "write_result_file", spy)
-    assert cli.main(["bench", "--impl", "eager,cli-test-torch", "--plugin", PLUGIN, "--pass", "fwd", "--dtype", "fp32",
-                     "--m", "8", "--n", "32,64", "--reps", "2", "--warmup", "0", "--device", "cpu", "--out", str(out),
-                     "--quiet"]) == 0
+    assert (
+        cli.main(
+            [
+                "bench",
+                "--impl",
+                "eager,cli-test-torch",
+                "--plugin",
+                PLUGIN,
+                "--pass",
+                "fwd",
+                "--dtype",
+                "fp32",
+                "--m",
+                "8",
+                "--n",
+                "32,64",
+                "--reps",
+                "2",
+                "--warmup",
+                "0",
+                "--device",
+                "cpu",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert writes[:-1] == [(k, k == 4) for k in range(1, 5)] and writes[-1] == (4, True)
     assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
 
@@ -103,25 +156,82 @@ def test_bench_rounds_interleave_and_merge(tmp_path):
     """--rounds 3: each shape's implementations measured three times in turn; one row per case, its median round
     with every round's median; the header says how many rounds."""
     out = tmp_path / "run.json"
-    assert cli.main(["bench", "--impl", "eager,cli-test-torch", "--plugin", PLUGIN, "--pass", "fwd", "--dtype", "fp32",
-                     "--m", "8", "--n", "32,64", "--reps", "2", "--warmup", "0", "--device", "cpu", "--out", str(out),
-                     "--quiet", "--rounds", "3"]) == 0
+    assert (
+        cli.main(
+            [
+                "bench",
+                "--impl",
+                "eager,cli-test-torch",
+                "--plugin",
+                PLUGIN,
+                "--pass",
+                "fwd",
+                "--dtype",
+                "fp32",
+                "--m",
+                "8",
+                "--n",
+                "32,64",
+                "--reps",
+                "2",
+                "--warmup",
+                "0",
+                "--device",
+                "cpu",
+                "--out",
+                str(out),
+                "--quiet",
+                "--rounds",
+                "3",
+            ]
+        )
+        == 0
+    )
     run = RunFile.model_validate_json(out.read_text())
     assert run.run.sweep["rounds"] == 3 and run.summary["complete"] is True
-    assert sorted((r.impl, r.N) for r in run.rows) == [("cli-test-torch", 32), ("cli-test-torch", 64),
-                                                       ("eager", 32), ("eager", 64)]
+    assert sorted((r.impl, r.N) for r in run.rows) == [
+        ("cli-test-torch", 32),
+        ("cli-test-torch", 64),
+        ("eager", 32),
+        ("eager", 64),
+    ]
     for r in run.rows:
         medians = r.model_extra["round_medians_us"]
         assert r.model_extra["rounds"] == 3 and len(medians) == 3 and r.median_us == sorted(medians)[1]
-    code = subprocess.run([sys.executable, "-m", "rmsnorm_dash", "bench", "--rounds", "12", "--device", "cpu"],
-                          capture_output=True, text=True, cwd=ROOT).returncode
+    code = subprocess.run(
+        [sys.executable, "-m", "rmsnorm_dash", "bench", "--rounds", "12", "--device", "cpu"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    ).returncode
     assert code == 2
 
 
 def test_cpu_run_without_shapes_uses_small_defaults_and_says_so(tmp_path, capsys):
     out = tmp_path / "r.json"
-    assert cli.main(["bench", "--impl", "cli-test-torch", "--plugin", PLUGIN, "--pass", "fwd", "--reps", "2",
-                     "--warmup", "0", "--device", "cpu", "--out", str(out), "--quiet"]) == 0
+    assert (
+        cli.main(
+            [
+                "bench",
+                "--impl",
+                "cli-test-torch",
+                "--plugin",
+                PLUGIN,
+                "--pass",
+                "fwd",
+                "--reps",
+                "2",
+                "--warmup",
+                "0",
+                "--device",
+                "cpu",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert "small CPU defaults" in err
     run = RunFile.model_validate_json(out.read_text())
@@ -130,8 +240,26 @@ def test_cpu_run_without_shapes_uses_small_defaults_and_says_so(tmp_path, capsys
 
 def test_triton_on_cpu_needs_interpreter_flag(tmp_path):
     out = tmp_path / "r.json"
-    args = ["bench", "--impl", "triton", "--pass", "fwd", "--m", "4", "--n", "64", "--reps", "2", "--warmup", "1",
-            "--device", "cpu", "--out", str(out), "--quiet"]
+    args = [
+        "bench",
+        "--impl",
+        "triton",
+        "--pass",
+        "fwd",
+        "--m",
+        "4",
+        "--n",
+        "64",
+        "--reps",
+        "2",
+        "--warmup",
+        "1",
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     assert cli.main(args) == 0
     row = RunFile.model_validate_json(out.read_text()).rows[0]
     if os.environ.get("TRITON_INTERPRET") != "1":
@@ -145,8 +273,31 @@ def test_triton_on_cpu_needs_interpreter_flag(tmp_path):
 
 def test_plot_command(tmp_path, capsys):
     out = tmp_path / "r.json"
-    assert cli.main(["bench", "--impl", "cli-test-torch", "--plugin", PLUGIN, "--pass", "fwd", "--m", "8", "--n", "32",
-                     "--reps", "2", "--device", "cpu", "--out", str(out), "--quiet"]) == 0
+    assert (
+        cli.main(
+            [
+                "bench",
+                "--impl",
+                "cli-test-torch",
+                "--plugin",
+                PLUGIN,
+                "--pass",
+                "fwd",
+                "--m",
+                "8",
+                "--n",
+                "32",
+                "--reps",
+                "2",
+                "--device",
+                "cpu",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert cli.main(["plot", str(out), "--out", str(tmp_path / "c.html")]) == 0
     assert "cli-test-torch" in (tmp_path / "c.html").read_text()
     bad = tmp_path / "bad.json"
@@ -178,13 +329,20 @@ def test_serve_passes_its_options_through(monkeypatch, tmp_path):
     app_main = pytest.importorskip("app.main")
     seen = {}
     monkeypatch.setattr(app_main, "serve", lambda **kw: seen.update(kw))
-    assert cli.main(["serve", "--host", "0.0.0.0", "--port", "8123", "--data", str(tmp_path), "--devices", "cpu*2"]) == 0
+    assert (
+        cli.main(["serve", "--host", "0.0.0.0", "--port", "8123", "--data", str(tmp_path), "--devices", "cpu*2"]) == 0
+    )
     assert seen == {"host": "0.0.0.0", "port": 8123, "data_dir": tmp_path, "devices": "cpu*2"}
 
 
 def test_console_script_exits_2_on_bad_args():
-    proc = subprocess.run([sys.executable, "-m", "rmsnorm_dash", "bench", "--dtype", "int4", "--device", "cpu"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "rmsnorm_dash", "bench", "--dtype", "int4", "--device", "cpu"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2
     assert "dtypes" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -198,11 +356,24 @@ def test_cli_module_imports_no_web_stack_or_torch():
 def test_default_result_path_is_device_slug_and_date(tmp_path):
     from engine.models import RunHeader
 
-    header = RunHeader.model_validate({
-        "run_id": "r", "created_at": "2026-12-02T14:05:09Z", "ceiling_GBps": 1.0, "ceiling_method": "m",
-        "versions": {}, "sweep": {},
-        "device": {"kind": "cuda", "index": 0, "name": "NVIDIA H200", "sm_count": 132, "memory_bytes": 1, "l2_bytes": 1},
-    })
+    header = RunHeader.model_validate(
+        {
+            "run_id": "r",
+            "created_at": "2026-12-02T14:05:09Z",
+            "ceiling_GBps": 1.0,
+            "ceiling_method": "m",
+            "versions": {},
+            "sweep": {},
+            "device": {
+                "kind": "cuda",
+                "index": 0,
+                "name": "NVIDIA H200",
+                "sm_count": 132,
+                "memory_bytes": 1,
+                "l2_bytes": 1,
+            },
+        }
+    )
     first = cli.default_result_path(header, tmp_path)
     assert first == tmp_path / "nvidia-h200-2026-12-02.json"
     first.write_text("{}")
@@ -213,8 +384,14 @@ def test_list_shows_the_cuda_plugin_unavailable_with_the_reason():
     """The CUDA example plug-in, by module path, in a fresh process (as a user runs it): listed with its family and,
     without a GPU, why it cannot run here."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-m", "rmsnorm_dash", "list", "--json", "--plugin", "examples.cuda_rmsnorm"],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "rmsnorm_dash", "list", "--json", "--plugin", "examples.cuda_rmsnorm"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     entries = {e["name"]: e for e in json.loads(out.stdout)}
     assert entries["cuda-naive"]["family"] == "naive-chain" and entries["cuda-persistent"]["family"] == "persistent"

@@ -22,10 +22,36 @@ def plugin_path(monkeypatch):
 
 def test_wrong_plugin_is_timed_but_wrong_never_best(tmp_path, capsys):
     out = tmp_path / "run.json"
-    code = cli.main(["bench", "--impl", "cli-test-torch,cli-test-wrong", "--plugin", "cli_test_plugin:impl",
-                     "--plugin", "cli_test_plugin:wrong", "--pass", "fwd,bwd", "--dtype", "fp16", "--m", "64",
-                     "--n", "128", "--reps", "3", "--warmup", "1", "--device", "cpu", "--out", str(out), "--quiet",
-                     "--baseline", "cli-test-torch"])
+    code = cli.main(
+        [
+            "bench",
+            "--impl",
+            "cli-test-torch,cli-test-wrong",
+            "--plugin",
+            "cli_test_plugin:impl",
+            "--plugin",
+            "cli_test_plugin:wrong",
+            "--pass",
+            "fwd,bwd",
+            "--dtype",
+            "fp16",
+            "--m",
+            "64",
+            "--n",
+            "128",
+            "--reps",
+            "3",
+            "--warmup",
+            "1",
+            "--device",
+            "cpu",
+            "--out",
+            str(out),
+            "--quiet",
+            "--baseline",
+            "cli-test-torch",
+        ]
+    )
     assert code == 0
     text = capsys.readouterr().out
     run = RunFile.model_validate_json(out.read_text())
@@ -45,9 +71,33 @@ def test_wrong_plugin_is_timed_but_wrong_never_best(tmp_path, capsys):
 
 def test_profile_and_preset_flags(tmp_path, capsys):
     out = tmp_path / "run.json"
-    code = cli.main(["bench", "--impl", "cli-test-torch", "--plugin", "cli_test_plugin:impl", "--pass", "fwd",
-                     "--dtype", "fp32", "--preset", "models", "--m", "8", "--reps", "2", "--warmup", "1",
-                     "--device", "cpu", "--out", str(out), "--quiet", "--profile"])
+    code = cli.main(
+        [
+            "bench",
+            "--impl",
+            "cli-test-torch",
+            "--plugin",
+            "cli_test_plugin:impl",
+            "--pass",
+            "fwd",
+            "--dtype",
+            "fp32",
+            "--preset",
+            "models",
+            "--m",
+            "8",
+            "--reps",
+            "2",
+            "--warmup",
+            "1",
+            "--device",
+            "cpu",
+            "--out",
+            str(out),
+            "--quiet",
+            "--profile",
+        ]
+    )
     assert code == 0
     run = RunFile.model_validate_json(out.read_text())
     from engine.presets import get_preset
@@ -62,14 +112,38 @@ def _doc(run_id, gbps, timing="events"):
     rows = []
     for (m, n), by_impl in gbps.items():
         for impl, value in by_impl.items():
-            rows.append({"run_id": run_id, "impl": impl, "pass": "bwd", "dtype": "bfloat16", "M": m, "N": n,
-                         "status": "ok" if value else "error", "median_us": 1.0 if value else None, "GBps": value,
-                         "bytes": 1, "mode": "cuda", "device": {"name": "GPU"}, "started_at": 0.0, "ended_at": 0.0,
-                         "timing": timing})
-    return {"run": {"run_id": run_id, "created_at": "2026-12-02T00:00:00Z", "ceiling_method": "m", "ceiling_GBps": 1.0,
-                    "versions": {}, "sweep": {"timing": timing},
-                    "device": {"kind": "cuda", "name": "GPU", "sm_count": 1, "memory_bytes": 1, "l2_bytes": 1}},
-            "rows": rows, "summary": {}}
+            rows.append(
+                {
+                    "run_id": run_id,
+                    "impl": impl,
+                    "pass": "bwd",
+                    "dtype": "bfloat16",
+                    "M": m,
+                    "N": n,
+                    "status": "ok" if value else "error",
+                    "median_us": 1.0 if value else None,
+                    "GBps": value,
+                    "bytes": 1,
+                    "mode": "cuda",
+                    "device": {"name": "GPU"},
+                    "started_at": 0.0,
+                    "ended_at": 0.0,
+                    "timing": timing,
+                }
+            )
+    return {
+        "run": {
+            "run_id": run_id,
+            "created_at": "2026-12-02T00:00:00Z",
+            "ceiling_method": "m",
+            "ceiling_GBps": 1.0,
+            "versions": {},
+            "sweep": {"timing": timing},
+            "device": {"kind": "cuda", "name": "GPU", "sm_count": 1, "memory_bytes": 1, "l2_bytes": 1},
+        },
+        "rows": rows,
+        "summary": {},
+    }
 
 
 BASE = {(4096, 4096): {"a": 1000.0, "b": 2000.0}, (4096, 8192): {"a": 1000.0, "b": 2000.0}}
@@ -120,11 +194,15 @@ def test_compare_mixed_timing_refused_unless_allowed(tmp_path, capsys):
 def test_compare_leaves_out_rows_not_ok(tmp_path, capsys):
     new = copy.deepcopy(BASE)
     new[(4096, 4096)]["a"] = None  # an error row now: not a ratio, not a pass either
-    assert cli.main(["compare", _write(tmp_path, "b", _doc("base", BASE)), _write(tmp_path, "n", _doc("new", new))]) == 0
+    assert (
+        cli.main(["compare", _write(tmp_path, "b", _doc("base", BASE)), _write(tmp_path, "n", _doc("new", new))]) == 0
+    )
     assert "3 at or above" in capsys.readouterr().out
 
 
 def test_compare_with_nothing_in_common_fails(tmp_path, capsys):
     other = {(1024, 512): {"a": 10.0}}
-    assert cli.main(["compare", _write(tmp_path, "b", _doc("base", BASE)), _write(tmp_path, "n", _doc("new", other))]) == 1
+    assert (
+        cli.main(["compare", _write(tmp_path, "b", _doc("base", BASE)), _write(tmp_path, "n", _doc("new", other))]) == 1
+    )
     assert "no shape and implementation measured ok in both runs" in capsys.readouterr().out

@@ -26,7 +26,12 @@ def test_every_source_file_is_in_the_map():
 
 
 def test_every_path_the_doc_names_exists():
-    named = set(re.findall(r"`((?:rmsnorm_kernels|engine|app|rmsnorm_dash|static|templates|tests|bench|examples)/[\w/.-]*\.(?:py|js|html|css))`", DOC))
+    named = set(
+        re.findall(
+            r"`((?:rmsnorm_kernels|engine|app|rmsnorm_dash|static|templates|tests|bench|examples)/[\w/.-]*\.(?:py|js|html|css))`",
+            DOC,
+        )
+    )
     assert len(named) > 20
     gone = sorted(p for p in named if not (ROOT / p).is_file())
     assert not gone, f"docs/ARCHITECTURE.md names files that do not exist: {gone}"

@@ -52,7 +52,9 @@ def test_dockerfile_shape():
     instr = _instructions()
     words = [w for w, _ in instr]
     base = dict(instr)["FROM"]
-    assert re.fullmatch(r"[\w./-]+:[\w.-]+", base) and not base.endswith(":latest"), f"base image must be pinned: {base}"
+    assert re.fullmatch(r"[\w./-]+:[\w.-]+", base) and not base.endswith(":latest"), (
+        f"base image must be pinned: {base}"
+    )
     assert "torch" in base or "cuda" in base, "base image should bring CUDA and PyTorch"
     user = [a for w, a in instr if w == "USER"]
     assert user and not user[-1].startswith(("root", "0")), "must run as a non-root user"
@@ -92,11 +94,17 @@ def test_cmd_starts_the_app_and_answers_health(tmp_path):
                     break
             except OSError:
                 time.sleep(0.5)
-        assert health is not None, f"server did not answer /api/health: {proc.stdout.read() if proc.poll() is not None else 'still starting'}"
+        assert health is not None, (
+            f"server did not answer /api/health: {proc.stdout.read() if proc.poll() is not None else 'still starting'}"
+        )
         assert health["cpu_only"] is True and health["device"] == "cpu"
         # bound to 0.0.0.0 with a token set: POST /benchmark without it is refused
-        req = urllib.request.Request(f"http://127.0.0.1:{port}/benchmark", data=b"{}", method="POST",
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{port}/benchmark",
+            data=b"{}",
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
         with pytest.raises(urllib.error.HTTPError) as err:
             urllib.request.urlopen(req, timeout=10)
         assert err.value.code in (401, 403)
@@ -140,8 +148,9 @@ def test_self_check_failure_is_503_for_the_healthcheck(tmp_path):
     from app.main import create_app
     from app.settings import Settings
 
-    settings = Settings.from_env(data_dir=tmp_path, devices="cpu", results_dir="", start_workers=False,
-                                 self_check="gpu")
+    settings = Settings.from_env(
+        data_dir=tmp_path, devices="cpu", results_dir="", start_workers=False, self_check="gpu"
+    )
     response = TestClient(create_app(settings), base_url="http://127.0.0.1").get("/api/health")
     assert response.status_code == 503
     assert response.json()["self_check"]["ok"] is False and "GPU" in response.json()["self_check"]["detail"]

@@ -2,6 +2,7 @@
 Hugging Face's ``kernels`` package, so a top-level ``kernels`` of ours shadowed it inside the repository
 (transformers then failed to import) and was shadowed by it everywhere else. Checked on the installed
 environment, so a new dependency that brings a clashing name fails here, not in a model test."""
+
 import importlib.metadata as md
 import pathlib
 import tomllib
@@ -18,12 +19,16 @@ def our_top_level_packages():
 
 def test_no_top_level_package_of_ours_is_another_distributions():
     owners = md.packages_distributions()
-    clashes = {name: sorted(set(owners[name]) - {"rmsnorm-dashboard", "rmsnorm_dashboard"})
-               for name in our_top_level_packages() if name in owners}
+    clashes = {
+        name: sorted(set(owners[name]) - {"rmsnorm-dashboard", "rmsnorm_dashboard"})
+        for name in our_top_level_packages()
+        if name in owners
+    }
     assert not {name: dists for name, dists in clashes.items() if dists}, clashes
 
 
 def test_the_kernels_package_is_ours_under_its_own_name():
     import rmsnorm_kernels
+
     assert pathlib.Path(rmsnorm_kernels.__file__).resolve().parent == ROOT / "rmsnorm_kernels"
     assert not (ROOT / "kernels").exists()

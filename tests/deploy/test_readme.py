@@ -47,8 +47,12 @@ def test_results_section_is_generated_from_the_committed_file():
 def test_curl_examples_work_as_written(tmp_path):
     """Every `curl` line of the API section, run by bash against a live server (port swapped for a free one)."""
     api = README.split("## The API (`curl`)", 1)[1].split("\n## ", 1)[0]
-    lines = [line.split("  #")[0].strip() for block in re.findall(r"```bash\n(.*?)```", api, flags=re.S)
-             for line in block.splitlines() if line.startswith("curl ")]
+    lines = [
+        line.split("  #")[0].strip()
+        for block in re.findall(r"```bash\n(.*?)```", api, flags=re.S)
+        for line in block.splitlines()
+        if line.startswith("curl ")
+    ]
     assert any("POST localhost:8000/benchmark" in line for line in lines)
     server = LiveServer(tmp_path / "data").start()
     try:
@@ -79,12 +83,18 @@ def test_curl_examples_work_as_written(tmp_path):
                 assert len(rows) == 2 * 2 * 2 * 2 and all(r["status"] == "ok" for r in rows)
                 run_id = events[-1]["run_id"]
             elif cmd.endswith(".csv"):
-                assert text.splitlines()[0].lstrip('"').startswith(("run_id", "impl")) and len(text.splitlines()) == 17  # cells quoted (issue 34)
+                assert (
+                    text.splitlines()[0].lstrip('"').startswith(("run_id", "impl")) and len(text.splitlines()) == 17
+                )  # cells quoted (issue 34)
             else:
                 json.loads(text)
         delete = next(line for line in lines if "DELETE" in line)
-        out = subprocess.run(["bash", "-c", delete.replace("localhost:8000", f"127.0.0.1:{server.port}")
-                              .replace("RUN_ID", run_id)], capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            ["bash", "-c", delete.replace("localhost:8000", f"127.0.0.1:{server.port}").replace("RUN_ID", run_id)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert out.returncode == 0 and json.loads(out.stdout)
         listed = subprocess.run(["curl", "-s", f"{server.url}/api/runs"], capture_output=True, text=True).stdout
         assert run_id not in [r["run_id"] for r in json.loads(listed)]

@@ -34,7 +34,9 @@ def test_requested_bytes_env_and_defaults(monkeypatch):
         ceiling.requested_bytes(cpu, 0)
 
 
-@pytest.mark.parametrize("nbytes,text", [(3 << 30, "3 GiB"), (5 << 20, "5 MiB"), (1 << 10, "1 KiB"), (1000, "1000 B"),
-                                         ((1 << 20) + 1, "1048577 B")])
+@pytest.mark.parametrize(
+    "nbytes,text",
+    [(3 << 30, "3 GiB"), (5 << 20, "5 MiB"), (1 << 10, "1 KiB"), (1000, "1000 B"), ((1 << 20) + 1, "1048577 B")],
+)
 def test_human_sizes(nbytes, text):
     assert ceiling._human(nbytes) == text

@@ -19,8 +19,16 @@ def registry():
 
 
 def _sweep(registry, **over):
-    data = {"implementations": ["test-torch", "test-fwd-only"], "passes": ["fwd"], "dtypes": ["fp32"],
-            "M": [16, 32], "N": [64], "repetitions": 2, "warmup": 0, "device": "cpu"}
+    data = {
+        "implementations": ["test-torch", "test-fwd-only"],
+        "passes": ["fwd"],
+        "dtypes": ["fp32"],
+        "M": [16, 32],
+        "N": [64],
+        "repetitions": 2,
+        "warmup": 0,
+        "device": "cpu",
+    }
     data.update(over)
     return Sweep.model_validate(data, context={"registry": registry})
 
@@ -53,8 +61,11 @@ def test_verify_and_profile_of_the_sweep_reach_the_rows(registry):
     sweep = _sweep(registry, implementations=["test-torch"], M=[16], verify=False)
     rows = list(iter_run(sweep, registry=registry, ceiling_bytes=SMALL_CEILING, cases=plan(sweep, registry)))[1:]
     assert rows and all(r.verified is None for r in rows)  # verify off: not checked
-    checked = list(iter_run(_sweep(registry, implementations=["test-torch"], M=[16]), registry=registry,
-                            ceiling_bytes=SMALL_CEILING))[1:]
+    checked = list(
+        iter_run(
+            _sweep(registry, implementations=["test-torch"], M=[16]), registry=registry, ceiling_bytes=SMALL_CEILING
+        )
+    )[1:]
     assert all(r.verified is True for r in checked)
 
 

@@ -17,14 +17,35 @@ def run_file(ceiling=2000.0):
             for M in (64, 128):
                 for N in (512, 1024, 256):
                     gbps = random.uniform(10, 1500)
-                    rows.append({"run_id": "r1", "impl": impl, "pass": pass_, "dtype": "bfloat16", "M": M, "N": N,
-                                 "bytes": 1, "status": "ok", "mode": "cpu", "device": {"name": "cpu"},
-                                 "started_at": 0.0, "ended_at": 0.0, "median_us": 1.0, "GBps": gbps,
-                                 "pct_of_ceiling": 100 * gbps / ceiling})
+                    rows.append(
+                        {
+                            "run_id": "r1",
+                            "impl": impl,
+                            "pass": pass_,
+                            "dtype": "bfloat16",
+                            "M": M,
+                            "N": N,
+                            "bytes": 1,
+                            "status": "ok",
+                            "mode": "cpu",
+                            "device": {"name": "cpu"},
+                            "started_at": 0.0,
+                            "ended_at": 0.0,
+                            "median_us": 1.0,
+                            "GBps": gbps,
+                            "pct_of_ceiling": 100 * gbps / ceiling,
+                        }
+                    )
     rows.append({**rows[0], "impl": "broken", "status": "error", "GBps": None, "reason": "boom"})
-    header = {"run_id": "r1", "created_at": "2026-12-03T00:00:00Z", "sweep": {},
-              "device": {"kind": "cpu", "name": "Test <CPU>", "sm_count": 2, "memory_bytes": 1, "l2_bytes": 1},
-              "versions": {"torch": "x"}, "ceiling_GBps": ceiling, "ceiling_method": "memcpy"}
+    header = {
+        "run_id": "r1",
+        "created_at": "2026-12-03T00:00:00Z",
+        "sweep": {},
+        "device": {"kind": "cpu", "name": "Test <CPU>", "sm_count": 2, "memory_bytes": 1, "l2_bytes": 1},
+        "versions": {"torch": "x"},
+        "ceiling_GBps": ceiling,
+        "ceiling_method": "memcpy",
+    }
     return RunFile.model_validate({"run": header, "rows": rows})
 
 
@@ -74,4 +95,6 @@ def test_the_repository_copy_is_looked_for_under_static_vendor():
 
     repo = Path(__file__).resolve().parents[2]
     assert plot.REPO_PLOTLY_JS == repo / "static" / "vendor" / "plotly-basic.min.js"
-    assert plot.REPO_PLOTLY_JS.is_file(), "the vendored bundle is committed (issue 35): the GPU image has no plotly package"
+    assert plot.REPO_PLOTLY_JS.is_file(), (
+        "the vendored bundle is committed (issue 35): the GPU image has no plotly package"
+    )

@@ -51,10 +51,14 @@ def test_preset_replaces_defaults_and_explicit_wins(registry):
     models = get_preset("models")
     s = Sweep.model_validate({"preset": "models", "implementations": ["test-torch"]}, context={"registry": registry})
     assert s.M == models["M"] and s.N == models["N"] and s.preset == "models"
-    s = Sweep.model_validate({"preset": "models", "N": [1000], "implementations": ["test-torch"]}, context={"registry": registry})
+    s = Sweep.model_validate(
+        {"preset": "models", "N": [1000], "implementations": ["test-torch"]}, context={"registry": registry}
+    )
     assert s.M == models["M"] and s.N == [1000]
-    s = Sweep.model_validate({"preset": "models", "M": [512, 1024, 2048][:1], "implementations": ["test-torch"]},
-                             context={"registry": registry})
+    s = Sweep.model_validate(
+        {"preset": "models", "M": [512, 1024, 2048][:1], "implementations": ["test-torch"]},
+        context={"registry": registry},
+    )
     assert s.M == [512] and s.N == models["N"]
     # the header's sweep (a dump) validates back to the same cases
     again = Sweep.model_validate(s.model_dump(), context={"registry": registry})

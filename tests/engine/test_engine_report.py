@@ -8,24 +8,60 @@ from engine.summary import summarize
 
 
 def make_run(rows):
-    header = {"run_id": "r1", "created_at": "2026-12-02T14:00:00Z",
-              "device": {"kind": "cuda", "index": 0, "name": "Test GPU", "uuid": "GPU-t", "sm_count": 4,
-                         "memory_bytes": 1, "l2_bytes": 1, "capability": "9.0"},
-              "ceiling_GBps": 1000.0, "ceiling_method": "test", "versions": {"torch": "x"}, "sweep": {}}
+    header = {
+        "run_id": "r1",
+        "created_at": "2026-12-02T14:00:00Z",
+        "device": {
+            "kind": "cuda",
+            "index": 0,
+            "name": "Test GPU",
+            "uuid": "GPU-t",
+            "sm_count": 4,
+            "memory_bytes": 1,
+            "l2_bytes": 1,
+            "capability": "9.0",
+        },
+        "ceiling_GBps": 1000.0,
+        "ceiling_method": "test",
+        "versions": {"torch": "x"},
+        "sweep": {},
+    }
     full = []
     for impl, pass_, m, n, status, gbps in rows:
-        full.append({"run_id": "r1", "impl": impl, "pass": pass_, "dtype": "bfloat16", "M": m, "N": n, "status": status,
-                     "reason": None if status == "ok" else "because", "median_us": 10.0 if status == "ok" else None,
-                     "GBps": gbps, "pct_of_ceiling": gbps / 10 if gbps else None, "bytes": 1, "mode": "cuda",
-                     "device": {"index": 0, "name": "Test GPU", "uuid": "GPU-t"}, "started_at": 0.0, "ended_at": 0.0})
+        full.append(
+            {
+                "run_id": "r1",
+                "impl": impl,
+                "pass": pass_,
+                "dtype": "bfloat16",
+                "M": m,
+                "N": n,
+                "status": status,
+                "reason": None if status == "ok" else "because",
+                "median_us": 10.0 if status == "ok" else None,
+                "GBps": gbps,
+                "pct_of_ceiling": gbps / 10 if gbps else None,
+                "bytes": 1,
+                "mode": "cuda",
+                "device": {"index": 0, "name": "Test GPU", "uuid": "GPU-t"},
+                "started_at": 0.0,
+                "ended_at": 0.0,
+            }
+        )
     run = RunFile.model_validate({"run": header, "rows": full})
     run.summary = summarize(run.rows)
     return run
 
 
-ROWS = [("a", "fwd", 64, 128, "ok", 900.0), ("b", "fwd", 64, 128, "ok", 950.0), ("c", "fwd", 64, 128, "skipped", None),
-        ("a", "fwd", 64, 256, "ok", 800.0), ("b", "fwd", 64, 256, "error", None), ("c", "fwd", 64, 256, "skipped", None),
-        ("a", "bwd", 64, 128, "ok", 500.0)]
+ROWS = [
+    ("a", "fwd", 64, 128, "ok", 900.0),
+    ("b", "fwd", 64, 128, "ok", 950.0),
+    ("c", "fwd", 64, 128, "skipped", None),
+    ("a", "fwd", 64, 256, "ok", 800.0),
+    ("b", "fwd", 64, 256, "error", None),
+    ("c", "fwd", 64, 256, "skipped", None),
+    ("a", "bwd", 64, 128, "ok", 500.0),
+]
 
 
 def render(run):
@@ -76,15 +112,45 @@ def test_host_column_wrong_cell_and_speedup():
     from engine.models import ResultRow, RunHeader
     from rich.console import Console
 
-    header = RunHeader.model_validate({"run_id": "r", "created_at": "2026-12-02T00:00:00Z", "ceiling_GBps": 100.0,
-                                       "ceiling_method": "m", "versions": {}, "sweep": {},
-                                       "device": {"kind": "cuda", "name": "GPU", "sm_count": 1, "memory_bytes": 1,
-                                                  "l2_bytes": 1}})
-    base = {"run_id": "r", "pass": "bwd", "dtype": "bfloat16", "M": 8, "N": 16, "bytes": 1, "mode": "cuda",
-            "device": {"name": "GPU"}, "started_at": 0.0, "ended_at": 0.0}
-    rows = [ResultRow.model_validate({**base, "impl": "a", "status": "ok", "GBps": 50.0, "median_us": 10.0, "host_us": 12.5}),
-            ResultRow.model_validate({**base, "impl": "b", "status": "wrong", "GBps": 90.0, "median_us": 5.0, "host_us": 1.0,
-                                      "reason": "wrong: dx"})]
+    header = RunHeader.model_validate(
+        {
+            "run_id": "r",
+            "created_at": "2026-12-02T00:00:00Z",
+            "ceiling_GBps": 100.0,
+            "ceiling_method": "m",
+            "versions": {},
+            "sweep": {},
+            "device": {"kind": "cuda", "name": "GPU", "sm_count": 1, "memory_bytes": 1, "l2_bytes": 1},
+        }
+    )
+    base = {
+        "run_id": "r",
+        "pass": "bwd",
+        "dtype": "bfloat16",
+        "M": 8,
+        "N": 16,
+        "bytes": 1,
+        "mode": "cuda",
+        "device": {"name": "GPU"},
+        "started_at": 0.0,
+        "ended_at": 0.0,
+    }
+    rows = [
+        ResultRow.model_validate(
+            {**base, "impl": "a", "status": "ok", "GBps": 50.0, "median_us": 10.0, "host_us": 12.5}
+        ),
+        ResultRow.model_validate(
+            {
+                **base,
+                "impl": "b",
+                "status": "wrong",
+                "GBps": 90.0,
+                "median_us": 5.0,
+                "host_us": 1.0,
+                "reason": "wrong: dx",
+            }
+        ),
+    ]
     assert host_text(rows[0]) == "10.0/12.5 !" and host_text(rows[1]) == "5.0/1.0"
     speedup = {"baseline": "a", "by_shape": {"bwd/bfloat16/8x16": {"a": 1.0}}}
     console = Console(width=200, record=True)
@@ -100,8 +166,11 @@ def test_a_shape_a_run_never_reached_has_no_star_in_either_table():
     since the fastest of those that ran is not the fastest of the table; the reached ones keep theirs."""
     from engine.report import markdown_tables
 
-    rows = [("a", "bwd", 64, 128, "ok", 400.0), ("b", "bwd", 64, 128, "ok", 600.0),
-            ("a", "bwd", 64, 256, "ok", 700.0)]  # b stopped before 64×256
+    rows = [
+        ("a", "bwd", 64, 128, "ok", 400.0),
+        ("b", "bwd", 64, 128, "ok", 600.0),
+        ("a", "bwd", 64, 256, "ok", 700.0),
+    ]  # b stopped before 64×256
     run = make_run(rows)
     md = [line for line in markdown_tables(run).splitlines() if line.startswith("| 64×")]
     assert md[0] == f"| 64×128 | 400 (40%) | **{BEST} 600 (60%)** |"
@@ -131,8 +200,14 @@ def test_standings_count_wins_and_take_geomeans_over_the_baseline_and_the_best_p
         assert (got["won"], got["measured"], got["vs_baseline_shapes"]) == (wins, 3, 3)
         assert math.isclose(got["vs_best_peer"], peer) and math.isclose(got["vs_baseline"], base)
     # alone on its shape: no peer, no baseline; it still wins it
-    assert st["fwd"]["b"] == {"won": 1, "measured": 1, "vs_baseline": None, "vs_baseline_shapes": 0,
-                              "vs_best_peer": None, "vs_best_peer_shapes": 0}
+    assert st["fwd"]["b"] == {
+        "won": 1,
+        "measured": 1,
+        "vs_baseline": None,
+        "vs_baseline_shapes": 0,
+        "vs_best_peer": None,
+        "vs_best_peer_shapes": 0,
+    }
     text = render(run)
     a = st["bwd"]["a"]
     assert f"a {a['won']}/3 won, {a['vs_baseline']:.2f}× torch-native, {a['vs_best_peer']:.2f}× best peer" in text

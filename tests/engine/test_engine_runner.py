@@ -19,8 +19,13 @@ def registry():
     return make_registry(
         failing=Implementation("test-failing", fn=failing),
         wrong=Implementation("test-wrong-shape", fn=wrong_shape),
-        triton=Implementation("triton-pretend", fn=torch_rmsnorm, family="persistent", uses_triton=True,
-                              launch=lambda M, N, sm: {"programs": sm, "rows_per_program": -(-M // sm), "partial_rows": sm}),
+        triton=Implementation(
+            "triton-pretend",
+            fn=torch_rmsnorm,
+            family="persistent",
+            uses_triton=True,
+            launch=lambda M, N, sm: {"programs": sm, "rows_per_program": -(-M // sm), "partial_rows": sm},
+        ),
     )
 
 
@@ -30,8 +35,16 @@ def bench(registry):
 
 
 def tiny(registry, **over):
-    data = {"implementations": ["test-torch"], "passes": ["fwd", "bwd"], "dtypes": ["bf16"], "M": [32, 64], "N": [64],
-            "repetitions": 3, "warmup": 1, "device": "cpu"}
+    data = {
+        "implementations": ["test-torch"],
+        "passes": ["fwd", "bwd"],
+        "dtypes": ["bf16"],
+        "M": [32, 64],
+        "N": [64],
+        "repetitions": 3,
+        "warmup": 1,
+        "device": "cpu",
+    }
     data.update(over)
     return Sweep.model_validate(data, context={"registry": registry})
 
@@ -96,11 +109,15 @@ def test_triton_on_cpu_runs_labelled_interpreter_when_asked(bench, monkeypatch):
     from engine.models import Case
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    r = bench.run_case(Case(impl="triton-pretend", pass_="bwd", dtype="float32", M=16, N=32), 2, 1, triton_interpreter=True)
+    r = bench.run_case(
+        Case(impl="triton-pretend", pass_="bwd", dtype="float32", M=16, N=32), 2, 1, triton_interpreter=True
+    )
     assert r.status == "ok" and r.mode == "interpreter"
     assert r.actual_bytes == r.bytes + 2 * r.launch["partial_rows"] * 32 * 4 and r.launch["partial_rows"] > 2
     monkeypatch.setenv("TRITON_INTERPRET", "0")
-    r = bench.run_case(Case(impl="triton-pretend", pass_="fwd", dtype="float32", M=16, N=32), 2, 1, triton_interpreter=True)
+    r = bench.run_case(
+        Case(impl="triton-pretend", pass_="fwd", dtype="float32", M=16, N=32), 2, 1, triton_interpreter=True
+    )
     assert r.status == "skipped" and "TRITON_INTERPRET=1" in r.reason
 
 
@@ -191,9 +208,18 @@ def test_engine_imports_no_web_stack():
     from pathlib import Path
 
     modules = ["models", "byte_model", "device", "ceiling", "timing", "memory", "summary", "runner", "report", "plot"]
-    code = ("import sys\n" + "".join(f"import engine.{m}\n" for m in modules) +
-            "print([m for m in ('fastapi', 'uvicorn', 'starlette', 'jinja2', 'plotly', 'app') if m in sys.modules])")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=300)
+    code = (
+        "import sys\n"
+        + "".join(f"import engine.{m}\n" for m in modules)
+        + "print([m for m in ('fastapi', 'uvicorn', 'starlette', 'jinja2', 'plotly', 'app') if m in sys.modules])"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
 

@@ -145,7 +145,9 @@ def test_cuda_host_us_is_the_median_of_the_timed_calls(monkeypatch):
     waits = iter([0.0] * 8 + [0.010, 0.002, 0.006] * 5 + [0.0])  # and the peak's call after them
     stats = measure(Workload(), repetitions=15, warmup=3, device=torch.device("cuda"))
     assert stats.repetitions == 15 and len(spins) == 15
-    assert 5e3 < stats.host_us < 9.5e3  # the timed calls' median (6 ms; a sleep never ends early), not the estimate's (0)
+    assert (
+        5e3 < stats.host_us < 9.5e3
+    )  # the timed calls' median (6 ms; a sleep never ends early), not the estimate's (0)
     assert stats.device_mallocs == 2  # only the timed calls' cudaMallocs count
 
 

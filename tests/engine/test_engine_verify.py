@@ -51,9 +51,20 @@ def test_off_by_one_percent_is_timed_but_wrong(bench, pass_):
 
 
 def test_wrong_never_best_even_when_fastest(registry, monkeypatch):
-    sweep = Sweep.model_validate({"implementations": ["test-torch", "test-wrong"], "passes": ["fwd"], "dtypes": ["fp16"],
-                                  "M": [64], "N": [128], "repetitions": 3, "warmup": 1, "device": "cpu",
-                                  "baseline": "test-torch"}, context={"registry": registry})
+    sweep = Sweep.model_validate(
+        {
+            "implementations": ["test-torch", "test-wrong"],
+            "passes": ["fwd"],
+            "dtypes": ["fp16"],
+            "M": [64],
+            "N": [128],
+            "repetitions": 3,
+            "warmup": 1,
+            "device": "cpu",
+            "baseline": "test-torch",
+        },
+        context={"registry": registry},
+    )
     rows = list(iter_run(sweep, registry=registry, ceiling_bytes=SMALL_CEILING))[1:]
     by = {r.impl: r for r in rows}
     # make the wrong one look 100× faster than the right one: still not best
@@ -123,9 +134,20 @@ def test_nan_output_is_wrong_with_no_finite_error(registry):
 
 
 def test_run_file_counts_wrong_and_summary_speedup(registry):
-    sweep = Sweep.model_validate({"implementations": ["test-torch", "test-wrong"], "passes": ["fwd", "bwd"],
-                                  "dtypes": ["fp32"], "M": [32], "N": [64], "repetitions": 2, "warmup": 1,
-                                  "device": "cpu", "baseline": "test-torch"}, context={"registry": registry})
+    sweep = Sweep.model_validate(
+        {
+            "implementations": ["test-torch", "test-wrong"],
+            "passes": ["fwd", "bwd"],
+            "dtypes": ["fp32"],
+            "M": [32],
+            "N": [64],
+            "repetitions": 2,
+            "warmup": 1,
+            "device": "cpu",
+            "baseline": "test-torch",
+        },
+        context={"registry": registry},
+    )
     run = run_sweep(sweep, registry=registry, ceiling_bytes=SMALL_CEILING)
     assert run.summary["wrong"] == 2 and run.summary["ok"] == 2
     assert {v["impl"] for v in run.summary["best"].values()} == {"test-torch"}

@@ -46,8 +46,12 @@ def test_check_widths_adds_the_scan_and_random_widths(capsys, monkeypatch):
         return []
 
     monkeypatch.setattr(check, "run_check", fake_run)
-    assert check.check_main(["--impl", "eager", "--widths", "--random-widths", "3", "--width-seed", "5",
-                             "--device", "cpu"]) == 0
+    assert (
+        check.check_main(
+            ["--impl", "eager", "--widths", "--random-widths", "3", "--width-seed", "5", "--device", "cpu"]
+        )
+        == 0
+    )
     widths = {n for _, n in seen["shapes"]}
     assert set(get_preset("widths")["N"]) <= widths and set(random_widths(3, 5)) <= widths
     assert "random widths (seed 5)" in capsys.readouterr().out

@@ -52,7 +52,13 @@ class TreeRMSNorm(torch.autograd.Function):
         return dx.to(x.dtype), tree_sum(partials).to(weight.dtype), None
 
 
-@register("toy-tree", passes=("bwd",), family=TREE, launch=tree_grid, fused=True,
-          description="Test plugin: plain-PyTorch backward, dγ summed as a pairwise tree of chunk partials")
+@register(
+    "toy-tree",
+    passes=("bwd",),
+    family=TREE,
+    launch=tree_grid,
+    fused=True,
+    description="Test plugin: plain-PyTorch backward, dγ summed as a pairwise tree of chunk partials",
+)
 def toy_tree_rmsnorm(x, weight, eps=1e-6):
     return TreeRMSNorm.apply(x, weight, eps)

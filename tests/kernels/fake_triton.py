@@ -64,7 +64,7 @@ class FakeJIT:
             compiled = FakeCompiled(self.name, self.log)
             self.jit_calls.append((grid, args, kwargs, compiled))
             if self.log is not None:
-                tail = [kwargs[n] for n in self.arg_names[len(args):]]
+                tail = [kwargs[n] for n in self.arg_names[len(args) :]]
                 self.log.append((self.name, tuple(grid), (*args, *tail)))
             return compiled
 

@@ -21,8 +21,14 @@ print(json.dumps({n: persistent_backward_resources(n, rule_backward("persistent"
 @pytest.fixture(scope="module")
 def resources():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compile, do not interpret
-    out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=600,
-                         cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    )
     if out.returncode != 0 and "cuobjdump" in out.stderr and "No such file" in out.stderr:
         pytest.skip("this Triton wheel carries no cuobjdump")
     assert out.returncode == 0, out.stderr[-2000:]

@@ -83,8 +83,9 @@ def test_engine_and_check_skip_the_shapes_a_plugin_does_not_take(plugin):
     `rmsnorm-dash check` (a skipped case): here with a copy of the CUDA plug-in that looks available."""
     from dataclasses import replace
 
-    REGISTRY.add(replace(REGISTRY.get("cuda-persistent"), name="cuda-persistent-here", available_when=None),
-                 replace=True)
+    REGISTRY.add(
+        replace(REGISTRY.get("cuda-persistent"), name="cuda-persistent-here", available_when=None), replace=True
+    )
     bench = DeviceBench("cpu", ceiling_bytes=1 << 20)
     row = bench.run_case(Case(impl="cuda-persistent-here", pass_="bwd", dtype="bfloat16", M=8, N=4100), 2, 1)
     assert row.status == "skipped" and "does not take this shape" in row.reason and "multiple of 8" in row.reason
@@ -111,7 +112,8 @@ def test_the_naive_chain_byte_model_is_the_hand_count_of_its_five_passes(plugin)
     assert footprint("bwd", M, N, s, True, launch).transient >= M * N * s + 64 * N * 4
     persistent = REGISTRY.get("cuda-persistent").launch(M, N, 132)
     assert actual_bytes("bwd", M, N, "bfloat16", persistent).bytes == (
-        min_bytes("bwd", M, N, "bfloat16") + 2 * persistent["programs"] * N * 4)
+        min_bytes("bwd", M, N, "bfloat16") + 2 * persistent["programs"] * N * 4
+    )
 
 
 @pytest.mark.parametrize("N, per_sm", [(4096, 4), (16384, 1), (2048, 8)])
@@ -132,6 +134,7 @@ def test_persistent_grid_without_a_gpu_is_the_labelled_estimate(plugin, monkeypa
 
 
 # ---- the CUDA source under NVRTC, and the host's launches against what it compiled --------------------------------
+
 
 def compiled_ptx(options):
     """PTX of rmsnorm.cu for sm_90: NVRTC where cuda-bindings and libnvrtc are installed, else nvcc, else skip."""
@@ -185,9 +188,17 @@ class Recorder:
         self.calls.append((name, tuple(grid), block, smem, [kind for kind, _ in args]))
 
 
-@pytest.mark.parametrize("dtype, M, N", [(torch.bfloat16, 1000, 4096), (torch.float16, 77, 2880),
-                                         (torch.bfloat16, 300, 16384), (torch.float16, 5, 32768),
-                                         (torch.bfloat16, 33, 16376), (torch.float16, 9, 24)])
+@pytest.mark.parametrize(
+    "dtype, M, N",
+    [
+        (torch.bfloat16, 1000, 4096),
+        (torch.float16, 77, 2880),
+        (torch.bfloat16, 300, 16384),
+        (torch.float16, 5, 32768),
+        (torch.bfloat16, 33, 16376),
+        (torch.float16, 9, 24),
+    ],
+)
 def test_every_launch_names_a_compiled_entry_with_its_parameter_types(ptx_entries, monkeypatch, dtype, M, N):
     from examples.cuda_rmsnorm import kernels
 
@@ -236,5 +247,7 @@ def test_a_loader_that_loads_but_fails_the_self_test_gives_way_to_the_next(monke
     monkeypatch.setattr(device, "LOADERS", (("broken", Broken), ("wrong", Wrong), ("right", Right)))
     assert isinstance(device.load(b"cubin", 0, check=check), Right)
     monkeypatch.setattr(device, "LOADERS", (("broken", Broken), ("wrong", Wrong)))
-    with pytest.raises(RuntimeError, match=re.escape("broken: OSError: libcuda not found | wrong: RuntimeError: self-test: got 41")):
+    with pytest.raises(
+        RuntimeError, match=re.escape("broken: OSError: libcuda not found | wrong: RuntimeError: self-test: got 41")
+    ):
         device.load(b"cubin", 0, check=check)

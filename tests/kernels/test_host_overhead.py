@@ -3,7 +3,6 @@ new shape / dtype / alignment never reuses a stale one) with a stand-in for Trit
 cache measured against its first call as a ratio, and the real kernels (interpreter) still correct when the
 key changes between calls."""
 
-
 import pytest
 import torch
 
@@ -114,8 +113,13 @@ def test_cached_validation_still_rejects_bad_eps_and_new_shapes():
 
 
 def test_real_kernels_correct_when_shape_and_dtype_change_between_calls():
-    for shape, dtype in [((5, 64), torch.float32), ((5, 64), torch.bfloat16), ((9, 64), torch.float32),
-                         ((5, 100), torch.float32), ((5, 64), torch.float32)]:
+    for shape, dtype in [
+        ((5, 64), torch.float32),
+        ((5, 64), torch.bfloat16),
+        ((9, 64), torch.float32),
+        ((5, 100), torch.float32),
+        ((5, 64), torch.float32),
+    ]:
         x = torch.randn(*shape).to(dtype)
         w = (1 + 0.3 * torch.randn(shape[-1])).to(dtype)
         y, _, rstd = rmsnorm_forward(x, w, 1e-6)

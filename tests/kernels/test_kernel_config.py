@@ -17,9 +17,17 @@ def random_widths(k=12):
 
 
 def table(entries, **meta):
-    doc = {"schema": 1, "arch": "sm90", "device": "NVIDIA Test", "created_at": "2026-12-06T00:00:00Z", **meta,
-           "entries": {kind: [{"N": n, "M": m, "config": kc.config_to_dict(c)} for n, m, c in rows]
-                       for kind, rows in entries.items()}}
+    doc = {
+        "schema": 1,
+        "arch": "sm90",
+        "device": "NVIDIA Test",
+        "created_at": "2026-12-06T00:00:00Z",
+        **meta,
+        "entries": {
+            kind: [{"N": n, "M": m, "config": kc.config_to_dict(c)} for n, m, c in rows]
+            for kind, rows in entries.items()
+        },
+    }
     return kc.parse_table(doc, "test.json"), doc
 
 
@@ -49,7 +57,7 @@ def test_lookup_takes_the_nearest_measured_width_then_the_nearest_m():
     a, b = BackwardConfig(rows=2, num_warps=8), BackwardConfig(rows=1, num_warps=8, reload_weight=True)
     c = BackwardConfig(rows=4, num_warps=8)
     t, _ = table({"persistent": [(4096, 4096, c), (4096, 32768, a), (8192, 32768, b)]})
-    assert t.lookup("persistent", 4096, 16384) == a   # log2 distance: 32768 is nearer 16384 than 4096? equal → smaller M
+    assert t.lookup("persistent", 4096, 16384) == a  # log2 distance: 32768 is nearer 16384 than 4096? equal → smaller M
     assert t.lookup("persistent", 4096, 1000) == c
     assert t.lookup("persistent", 7000, 20000) == b
     assert t.lookup("persistent", 5000, 20000) == a
@@ -85,11 +93,20 @@ def test_unaligned_rows_are_their_own_class_and_get_more_warps():
     for n in random_widths():
         odd = n | 1
         assert kc.layout_class(odd)[2] is False and kc.layout_class(odd * 8)[2] is True
-        rule_odd, rule_even = kc.rule_backward("persistent", odd), kc.rule_backward("persistent", odd + 7 - (odd + 7) % 8)
-        per_thread = [c.rows * kc.padded_width(w) / c.num_warps for c, w in ((rule_odd, odd), (rule_even, odd + 7 - (odd + 7) % 8))]
+        rule_odd, rule_even = (
+            kc.rule_backward("persistent", odd),
+            kc.rule_backward("persistent", odd + 7 - (odd + 7) % 8),
+        )
+        per_thread = [
+            c.rows * kc.padded_width(w) / c.num_warps
+            for c, w in ((rule_odd, odd), (rule_even, odd + 7 - (odd + 7) % 8))
+        ]
         assert per_thread[0] <= per_thread[1], (odd, rule_odd, rule_even)
         assert kc.rule_forward(odd).num_warps >= kc.rule_forward(odd + 7 - (odd + 7) % 8).num_warps, odd
-    aligned_winner, odd_winner = BackwardConfig(rows=2, num_warps=8), BackwardConfig(rows=1, num_warps=32, reload_weight=True)
+    aligned_winner, odd_winner = (
+        BackwardConfig(rows=2, num_warps=8),
+        BackwardConfig(rows=1, num_warps=32, reload_weight=True),
+    )
     t, _ = table({"persistent": [(5120, 32768, aligned_winner), (4999, 32768, odd_winner)]})
     assert t.lookup("persistent", 5112, 32768) == aligned_winner
     assert t.lookup("persistent", 5111, 32768) == odd_winner
@@ -111,9 +128,15 @@ def test_config_for_uses_the_table_named_by_the_environment(monkeypatch, tmp_pat
         kc.table_for.cache_clear()
 
 
-@pytest.mark.parametrize("bad", [{"schema": 2}, {"schema": 1, "entries": {"fwd": [{"N": 0, "M": 1, "config": {}}]}},
-                                 {"schema": 1, "entries": {"fwd": [{"N": 8, "M": 1, "config": {"warps": 4}}]}},
-                                 {"schema": 1, "entries": {"nope": [{"N": 8, "M": 1, "config": {}}]}}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"schema": 2},
+        {"schema": 1, "entries": {"fwd": [{"N": 0, "M": 1, "config": {}}]}},
+        {"schema": 1, "entries": {"fwd": [{"N": 8, "M": 1, "config": {"warps": 4}}]}},
+        {"schema": 1, "entries": {"nope": [{"N": 8, "M": 1, "config": {}}]}},
+    ],
+)
 def test_a_malformed_table_is_refused_with_the_reason(bad):
     with pytest.raises(ValueError):
         kc.parse_table(bad, "bad.json")

@@ -25,14 +25,21 @@ def test_default_numbers_are_one_partial_row_per_program_written_and_read():
     fam = BackwardFamily("plain", "one row per program")
     M, N, G = random.randint(1, 5000), random.randint(1, 9000), random.randint(1, 300)
     got = fam.numbers({"programs": G}, M, N)
-    assert got == {"family": "plain", "partial_rows": G, "partial_bytes": G * N * 4, "extra_bytes": 2 * G * N * 4,
-                   "extra_bytes_note": f"+ fp32 dγ partials written and read back (2·{G}·N·4)"}
+    assert got == {
+        "family": "plain",
+        "partial_rows": G,
+        "partial_bytes": G * N * 4,
+        "extra_bytes": 2 * G * N * 4,
+        "extra_bytes_note": f"+ fp32 dγ partials written and read back (2·{G}·N·4)",
+    }
 
 
 def test_declared_rules_are_used():
     got = HALVES.numbers({"programs": 10}, 100, 8)
     assert got["partial_rows"] == 5 and got["partial_bytes"] == 5 * 8 * 4 and got["extra_bytes"] == 2 * 5 * 8 * 4
-    custom = BackwardFamily("fixed", "x", extra_bytes=lambda g, M, N: 77, extra_bytes_note=lambda g, M, N: "seventy-seven")
+    custom = BackwardFamily(
+        "fixed", "x", extra_bytes=lambda g, M, N: 77, extra_bytes_note=lambda g, M, N: "seventy-seven"
+    )
     assert custom.numbers({"programs": 3}, 1, 1)["extra_bytes"] == 77
     assert custom.numbers({"programs": 3}, 1, 1)["extra_bytes_note"] == "seventy-seven"
 
@@ -82,7 +89,10 @@ def test_a_failing_plugin_launch_does_not_break_the_listing():
 def test_engine_contract_reads_declared_numbers_or_the_plain_partials_rule():
     assert extra_traffic(None, 64) is None and extra_traffic({"programs": 3}, 64) is None
     assert extra_traffic({"partial_rows": 0}, 64) is None
-    assert extra_traffic({"partial_rows": 5}, 64) == (2 * 5 * 64 * 4, "+ fp32 dγ partials written and read back (2·5·N·4)")
+    assert extra_traffic({"partial_rows": 5}, 64) == (
+        2 * 5 * 64 * 4,
+        "+ fp32 dγ partials written and read back (2·5·N·4)",
+    )
     assert extra_traffic({"partial_rows": 5, "extra_bytes": 9, "extra_bytes_note": "mine"}, 64) == (9, "mine")
     assert extra_traffic({"extra_bytes": 0}, 64)[0] == 0  # a declared zero is a number, not "unknown"
     assert partial_bytes(None, 64) == 0 and partial_bytes({"partial_rows": 3}, 64) == 3 * 64 * 4
@@ -113,8 +123,12 @@ def test_the_example_plugin_named_by_family_keeps_its_plain_launch():
 
 def test_a_family_whose_scratch_is_more_than_the_partial_rows_declares_its_bytes():
     M, N = random.randint(1, 5000), random.randint(8, 9000)
-    floor = BackwardFamily("floor", "M×N terms, then 64 rows", partial_rows=lambda g, M, N: 64,
-                           partial_bytes=lambda g, M, N: M * N * 2 + 64 * N * 4)
+    floor = BackwardFamily(
+        "floor",
+        "M×N terms, then 64 rows",
+        partial_rows=lambda g, M, N: 64,
+        partial_bytes=lambda g, M, N: M * N * 2 + 64 * N * 4,
+    )
     got = floor.numbers({"programs": M}, M, N)
     assert got["partial_rows"] == 64 and got["partial_bytes"] == M * N * 2 + 64 * N * 4
     assert partial_bytes(got, N) == M * N * 2 + 64 * N * 4  # what the memory estimate reads

@@ -19,8 +19,17 @@ from rmsnorm_kernels.implementations import BUILTIN_MODULES  # noqa: E402
 
 BUILTINS = [i.name for i in REGISTRY if getattr(i.fn, "__module__", None) in BUILTIN_MODULES]
 """What the built-in modules registered (rmsnorm_kernels/implementations.py lists them), not a list typed twice."""
-EXPECTED = {"eager", "torch-compile", "torch-native", "liger", "quack", "triton", "triton-atomic", "triton-workspace",
-            "triton-persistent"}
+EXPECTED = {
+    "eager",
+    "torch-compile",
+    "torch-native",
+    "liger",
+    "quack",
+    "triton",
+    "triton-atomic",
+    "triton-workspace",
+    "triton-persistent",
+}
 CHEAP = [n for n in BUILTINS if n != "torch-compile"]  # torch.compile builds C++ per shape on CPU: few cases
 SHAPES = [(4, 3, 7), (16, 513), (5, 4097)]
 
@@ -51,10 +60,19 @@ def test_every_builtin_is_registered():
     assert EXPECTED <= set(BUILTINS)  # none of the known ones lost
     by_module = {m: [i.name for i in REGISTRY if i.fn.__module__ == m] for m in BUILTIN_MODULES}
     assert all(by_module.values()), f"a listed built-in module registered nothing: {by_module}"
-    from_package = {i.name for i in REGISTRY if i.fn.__module__.startswith("rmsnorm_kernels.") and i.source == "builtin"}
-    assert from_package == set(BUILTINS), "registered from rmsnorm_kernels/ but not listed in rmsnorm_kernels/implementations.py"
-    assert {i.name for i in REGISTRY if i.uses_triton} >= {"triton", "triton-atomic", "triton-workspace",
-                                                          "triton-persistent", "liger"}
+    from_package = {
+        i.name for i in REGISTRY if i.fn.__module__.startswith("rmsnorm_kernels.") and i.source == "builtin"
+    }
+    assert from_package == set(BUILTINS), (
+        "registered from rmsnorm_kernels/ but not listed in rmsnorm_kernels/implementations.py"
+    )
+    assert {i.name for i in REGISTRY if i.uses_triton} >= {
+        "triton",
+        "triton-atomic",
+        "triton-workspace",
+        "triton-persistent",
+        "liger",
+    }
     for d in (REGISTRY.get(n).describe() for n in BUILTINS):
         declared = REGISTRY.get(d["name"]).dgamma
         assert d["family"] in ("baseline", "other") if declared is None else d["family"] == declared.name

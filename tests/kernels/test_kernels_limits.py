@@ -13,16 +13,24 @@ SOURCES = sorted([*ROOT.joinpath("rmsnorm_kernels").rglob("*.py"), *ROOT.joinpat
 
 def _constants(path: Path) -> list[tuple[int, object]]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    return [(node.lineno, node.value) for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and type(node.value) is int]
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and type(node.value) is int
+    ]
 
 
 def _products(path: Path) -> list[tuple[int, int]]:
     """Literal products like ``200 * 1024``, folded."""
     out = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and isinstance(node.left, ast.Constant)
-                and isinstance(node.right, ast.Constant) and type(node.left.value) is type(node.right.value) is int):
+        if (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Mult)
+            and isinstance(node.left, ast.Constant)
+            and isinstance(node.right, ast.Constant)
+            and type(node.left.value) is type(node.right.value) is int
+        ):
             out.append((node.lineno, node.left.value * node.right.value))
     return out
 
@@ -35,8 +43,13 @@ def test_sources_are_found():
 def test_default_sm_count_and_shared_memory_budget_live_only_in_limits():
     home = ROOT / "rmsnorm_kernels" / "limits.py"
     facts = {limits.DEFAULT_SM_COUNT: "DEFAULT_SM_COUNT", limits.SHARED_MEMORY_BUDGET: "SHARED_MEMORY_BUDGET"}
-    found = [(p.relative_to(ROOT).as_posix(), line, facts[value]) for p in SOURCES if p != home
-             for line, value in [*_constants(p), *_products(p)] if value in facts]
+    found = [
+        (p.relative_to(ROOT).as_posix(), line, facts[value])
+        for p in SOURCES
+        if p != home
+        for line, value in [*_constants(p), *_products(p)]
+        if value in facts
+    ]
     assert found == [], f"spelled again instead of imported from rmsnorm_kernels.limits: {found}"
 
 

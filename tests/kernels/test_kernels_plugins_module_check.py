@@ -45,8 +45,9 @@ def test_example_plugin_by_module_path_shows_in_the_listing():
 
 def test_example_plugin_by_entry_point_shows_in_the_listing():
     registry = Registry()
-    ep = EntryPoint(name="torch-chunked", value="examples.dock_plugin:chunked_rmsnorm",
-                    group="rmsnorm_dashboard.implementations")
+    ep = EntryPoint(
+        name="torch-chunked", value="examples.dock_plugin:chunked_rmsnorm", group="rmsnorm_dashboard.implementations"
+    )
     added = load_entry_points(registry=registry, entry_points=[ep])
     assert added == ["torch-chunked"]
     (described,) = describe_all(registry)

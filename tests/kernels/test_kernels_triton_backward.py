@@ -103,8 +103,7 @@ def test_registry_says_which_are_deterministic():
     assert REGISTRY.get("triton-workspace").deterministic is True
     assert REGISTRY.get("triton-persistent").deterministic is True
     families = {n: REGISTRY.get(n).family for n in ("triton-atomic", "triton-workspace", "triton-persistent")}
-    assert families == {"triton-atomic": "atomic", "triton-workspace": "workspace",
-                        "triton-persistent": "persistent"}
+    assert families == {"triton-atomic": "atomic", "triton-workspace": "workspace", "triton-persistent": "persistent"}
 
 
 @pytest.mark.parametrize("m,n", [(1, 7), (37, 100), (16384, 4096), (65536, 1024), (5, 65536)])
@@ -112,7 +111,8 @@ def test_launch_grids_cover_every_row(m, n):
     """Through the registry: each implementation's grid joined with its dγ family's numbers."""
     load_all()
     atomic_launch, workspace_launch, persistent_launch = (
-        REGISTRY.get(f"triton-{name}").launch for name in ("atomic", "workspace", "persistent"))
+        REGISTRY.get(f"triton-{name}").launch for name in ("atomic", "workspace", "persistent")
+    )
     a = atomic_launch(m, n, 132)
     assert a["partial_rows"] == 1 and a["programs"] * a["rows_per_program"] >= m
     ws = workspace_launch(m, n, 132)
@@ -150,7 +150,9 @@ def test_pipeline_depth_fits_shared_memory():
                 if stages > 1:
                     per_stage = 2 * config.rows * row_layout(config, n).padded * size * config.programs_per_sm
                     assert stages * per_stage <= SHARED_MEMORY_BUDGET
-    wide = BackwardConfig(rows=1, num_warps=32, stages=3)  # the GPU check found 2 stages of 65536-wide bf16 tiles need 262 KB
+    wide = BackwardConfig(
+        rows=1, num_warps=32, stages=3
+    )  # the GPU check found 2 stages of 65536-wide bf16 tiles need 262 KB
     assert pipeline_stages(wide, 65536, 2) == 1
 
 

@@ -56,8 +56,17 @@ def test_chunked_two_pass_forward(n, dtype):
     assert relative_error(rstd, rstd_ref.reshape(-1)) <= 1e-6
 
 
-@pytest.mark.parametrize("n, chunks", [(16384, {512, 1024, 2048, 4096}), (2560, {512}), (5120, {512, 1024}),
-                                       (3000, {512, 1024}), (1024, set()), (200, set())])
+@pytest.mark.parametrize(
+    "n, chunks",
+    [
+        (16384, {512, 1024, 2048, 4096}),
+        (2560, {512}),
+        (5120, {512, 1024}),
+        (3000, {512, 1024}),
+        (1024, set()),
+        (200, set()),
+    ],
+)
 def test_chunked_candidates_are_the_chunks_that_pad_the_row_least(n, chunks):
     assert {c.chunk for c in forward_candidates(n) if c.kernel == "chunked"} == chunks
 
@@ -69,8 +78,9 @@ def test_poisoning_catches_an_unwritten_row():
 
         y = new_output((6, 700), torch.float32, "cpu")
         rstd = new_output((6,), torch.float32, "cpu")
-    rmsnorm_fwd_rows_kernel[(5,)](x, w, y, rstd, 6, x.stride(0), y.stride(0), 700, 1e-6, ROWS=1,
-                                  ROW=row_segments(700).layout())  # one row short
+    rmsnorm_fwd_rows_kernel[(5,)](
+        x, w, y, rstd, 6, x.stride(0), y.stride(0), 700, 1e-6, ROWS=1, ROW=row_segments(700).layout()
+    )  # one row short
     y_ref, _ = rmsnorm_reference(x, w)
     assert relative_error(y[:5], y_ref[:5]) < 1e-6
     assert relative_error(y, y_ref) == float("inf")

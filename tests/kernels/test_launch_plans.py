@@ -4,7 +4,6 @@ The replay must hand each kernel exactly what the full path hands it (with the n
 outputs in the same places), must never replay a call that did something it could not record, and must cost
 less host time than the full path (a ratio, measured interleaved)."""
 
-
 import pytest
 import torch
 
@@ -24,9 +23,15 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 7, raising=False)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     fast_launch.clear()
-    kernels = [rmsnorm_bwd_persistent_kernel, rmsnorm_bwd_workspace_kernel, rmsnorm_bwd_atomic_kernel, drain_kernel,
-               column_sum.column_sum_kernel, triton_forward.rmsnorm_fwd_rows_kernel,
-               triton_forward.rmsnorm_fwd_chunked_kernel]
+    kernels = [
+        rmsnorm_bwd_persistent_kernel,
+        rmsnorm_bwd_workspace_kernel,
+        rmsnorm_bwd_atomic_kernel,
+        drain_kernel,
+        column_sum.column_sum_kernel,
+        triton_forward.rmsnorm_fwd_rows_kernel,
+        triton_forward.rmsnorm_fwd_chunked_kernel,
+    ]
     for k in kernels:
         wrapper = fast_launch.FastKernel(FakeJIT.like(k, log))
         wrapper.direct = True
@@ -57,12 +62,17 @@ def _same_launch(full, replay, tensors_full, tensors_replay):
 
 
 def _inputs(m, n, dtype=torch.bfloat16):
-    return (torch.randn(m, n).to(dtype), torch.randn(m, n).to(dtype), torch.randn(n).to(dtype),
-            torch.rand(m, dtype=torch.float32))
+    return (
+        torch.randn(m, n).to(dtype),
+        torch.randn(m, n).to(dtype),
+        torch.randn(n).to(dtype),
+        torch.rand(m, dtype=torch.float32),
+    )
 
 
-@pytest.mark.parametrize("strategy", [persistent_backward, workspace_backward, atomic_backward],
-                         ids=["persistent", "workspace", "atomic"])
+@pytest.mark.parametrize(
+    "strategy", [persistent_backward, workspace_backward, atomic_backward], ids=["persistent", "workspace", "atomic"]
+)
 @pytest.mark.parametrize("n", [768, 4096])
 def test_backward_replay_launches_what_the_full_path_launches(fake_gpu, strategy, n):
     log = fake_gpu
@@ -110,8 +120,9 @@ def test_a_call_with_an_unrecorded_tensor_is_never_replayed(fake_gpu):
         calls.append(1)
         out = poison.new_output(x.shape, x.dtype, x.device)
         scratch = torch.empty_like(x)  # allocated by PyTorch, not noted: the replay could not supply it
-        fast_launch.fast(column_sum.column_sum_kernel)[(1,)](x, scratch, 1, 1, 1, BLOCK_G=1, BLOCK_N=1, USE_PDL=False,
-                                                             num_warps=1)
+        fast_launch.fast(column_sum.column_sum_kernel)[(1,)](
+            x, scratch, 1, 1, 1, BLOCK_G=1, BLOCK_N=1, USE_PDL=False, num_warps=1
+        )
         return (out,)
 
     cache = PlanCache()
@@ -129,8 +140,9 @@ def test_an_autotuner_call_is_not_recorded_but_the_next_one_is(fake_gpu):
         if tune:
             launch_record.note_unrecordable()
         out = poison.new_output(x.shape, x.dtype, x.device)
-        fast_launch.fast(column_sum.column_sum_kernel)[(1,)](x, out, 1, 1, 1, BLOCK_G=1, BLOCK_N=1, USE_PDL=False,
-                                                             num_warps=1)
+        fast_launch.fast(column_sum.column_sum_kernel)[(1,)](
+            x, out, 1, 1, 1, BLOCK_G=1, BLOCK_N=1, USE_PDL=False, num_warps=1
+        )
         return (out,)
 
     cache = PlanCache()

@@ -61,9 +61,12 @@ def _backward_launch(values):
 
 
 def _register(node, m, n, dtype, w_dtype, strategy, *, forward_launches=None, backward_launches=None):
-    fwd = node.make_plan(2, [([m, n], dtype, 0), ([m], torch.float32, 0)], forward_launches or [_forward_launch], [2, 3])
-    bwd = node.make_plan(4, [([m, n], dtype, 0), ([n], torch.float32, 0)], backward_launches or [_backward_launch],
-                         [4, 5])
+    fwd = node.make_plan(
+        2, [([m, n], dtype, 0), ([m], torch.float32, 0)], forward_launches or [_forward_launch], [2, 3]
+    )
+    bwd = node.make_plan(
+        4, [([m, n], dtype, 0), ([n], torch.float32, 0)], backward_launches or [_backward_launch], [4, 5]
+    )
     node.register_plans(m, n, dtype, w_dtype, "cpu", EPS, id(strategy), fwd, bwd)
 
 
@@ -92,7 +95,9 @@ def test_node_values_and_gradients_match_fp64(node, dtype, offset):
     rdx, rdw = rmsnorm_backward_reference(x64, w64, dy64, EPS)
     assert dx.shape == x.shape and dx.dtype == dtype and dw.dtype == weight.dtype
     _close(dx, rdx, dtype)
-    torch.testing.assert_close(dw.double(), rdw, rtol=3e-2 if dtype == torch.bfloat16 else 1e-4, atol=3e-2 if dtype == torch.bfloat16 else 1e-3)
+    torch.testing.assert_close(
+        dw.double(), rdw, rtol=3e-2 if dtype == torch.bfloat16 else 1e-4, atol=3e-2 if dtype == torch.bfloat16 else 1e-3
+    )
 
 
 def test_node_without_grad_runs_the_forward_alone(node):
@@ -138,8 +143,9 @@ def test_unregistered_or_unplannable_calls_answer_none(node):
 def test_outputs_are_nan_while_poisoning_and_launches_see_the_plan_tensors(node):
     strategy = object()
     seen = []
-    _register(node, 8, 16, torch.float32, torch.float32, strategy,
-              forward_launches=[lambda values: seen.append(values)])  # writes nothing
+    _register(
+        node, 8, 16, torch.float32, torch.float32, strategy, forward_launches=[lambda values: seen.append(values)]
+    )  # writes nothing
     x, w = torch.randn(8, 16), torch.randn(16)
     with poison.poisoned_outputs():
         y = node.rms_norm(x, w, EPS, 0.0, id(strategy))
@@ -170,8 +176,12 @@ def test_scratch_is_kept_for_the_next_call_and_fresh_while_poisoning(node):
         values[5].copy_(values[6].sum(0))
 
     fwd = node.make_plan(2, [([m, n], torch.float32, 0), ([m], torch.float32, 0)], [_forward_launch], [2, 3])
-    bwd = node.make_plan(4, [([m, n], torch.float32, 0), ([n], torch.float32, 0), ([groups, n], torch.float32, 2)],
-                         [rows_and_partials, column_sum], [4, 5])
+    bwd = node.make_plan(
+        4,
+        [([m, n], torch.float32, 0), ([n], torch.float32, 0), ([groups, n], torch.float32, 2)],
+        [rows_and_partials, column_sum],
+        [4, 5],
+    )
     node.register_plans(m, n, torch.float32, torch.float32, "cpu", EPS, id(strategy), fwd, bwd)
     before = node.stats()["scratch"]
 
@@ -210,8 +220,12 @@ def test_zeroed_scratch_starts_zero_is_kept_and_is_zeros_while_poisoning(node):
         _backward_launch(values[:6])
 
     fwd = node.make_plan(2, [([m, n], torch.float32, 0), ([m], torch.float32, 0)], [_forward_launch], [2, 3])
-    bwd = node.make_plan(4, [([m, n], torch.float32, 0), ([n], torch.float32, 0), ([n], torch.float32, 3)],
-                         [backward_with_accumulator], [4, 5])
+    bwd = node.make_plan(
+        4,
+        [([m, n], torch.float32, 0), ([n], torch.float32, 0), ([n], torch.float32, 3)],
+        [backward_with_accumulator],
+        [4, 5],
+    )
     node.register_plans(m, n, torch.float32, torch.float32, "cpu", EPS, id(strategy), fwd, bwd)
 
     def backward():
@@ -219,8 +233,9 @@ def test_zeroed_scratch_starts_zero_is_kept_and_is_zeros_while_poisoning(node):
         w = (0.5 + torch.rand(n)).requires_grad_()
         dy = torch.randn(m, n)
         dx, dw = torch.autograd.grad(node.rms_norm(x, w, EPS, 0.0, id(strategy)), (x, w), dy)
-        _close(dx, rmsnorm_backward_reference(x.detach().double(), w.detach().double(), dy.double(), EPS)[0],
-               torch.float32)
+        _close(
+            dx, rmsnorm_backward_reference(x.detach().double(), w.detach().double(), dy.double(), EPS)[0], torch.float32
+        )
 
     backward()
     backward()
@@ -294,7 +309,7 @@ def _signed(real_kernel, args, tail):
         elif isinstance(value, float):
             signature[name] = "fp32"
         else:
-            signature[name] = "i64" if abs(int(value)) >= 2 ** 31 else "i32"
+            signature[name] = "i64" if abs(int(value)) >= 2**31 else "i32"
     return signature
 
 
@@ -318,7 +333,7 @@ def fake_gpu_signed(monkeypatch):
 
             def launch(*args, **kwargs):
                 compiled = inner(*args, **kwargs)
-                tail = [kwargs[n] for n in self.arg_names[len(args):]]
+                tail = [kwargs[n] for n in self.arg_names[len(args) :]]
                 compiled.src = _Signature(_signed(self.real, args, tail))
                 compiled.function = 0x1234 + len(self.jit_calls)
                 compiled.packed_metadata = (kwargs.get("num_warps", 4), 1, 0)
@@ -332,9 +347,15 @@ def fake_gpu_signed(monkeypatch):
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(fast_launch, "launcher", lambda compiled: compiled.run)
     fast_launch.clear()
-    for k in [rmsnorm_bwd_persistent_kernel, rmsnorm_bwd_workspace_kernel, rmsnorm_bwd_atomic_kernel, drain_kernel,
-              column_sum.column_sum_kernel, triton_forward.rmsnorm_fwd_rows_kernel,
-              triton_forward.rmsnorm_fwd_chunked_kernel]:
+    for k in [
+        rmsnorm_bwd_persistent_kernel,
+        rmsnorm_bwd_workspace_kernel,
+        rmsnorm_bwd_atomic_kernel,
+        drain_kernel,
+        column_sum.column_sum_kernel,
+        triton_forward.rmsnorm_fwd_rows_kernel,
+        triton_forward.rmsnorm_fwd_chunked_kernel,
+    ]:
         wrapper = fast_launch.FastKernel(SignedJIT(k, log))
         wrapper.direct = True
         fast_launch._WRAPPERS[k] = wrapper
@@ -372,7 +393,9 @@ def test_descriptions_of_recorded_plans_hand_each_kernel_what_triton_would(fake_
         inputs = (x, w)
     else:
         n = 4096
-        strategy = {"persistent": persistent_backward, "workspace": workspace_backward, "atomic": atomic_backward}[which]
+        strategy = {"persistent": persistent_backward, "workspace": workspace_backward, "atomic": atomic_backward}[
+            which
+        ]
         dy, x = (torch.randn(m, n).to(torch.bfloat16) for _ in range(2))
         w, rstd = torch.randn(n).to(torch.bfloat16), torch.rand(m)
         function.run_strategy(strategy, dy, x, w, rstd)

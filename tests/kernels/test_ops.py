@@ -11,7 +11,13 @@ import torch
 from rmsnorm_kernels import ops
 from rmsnorm_kernels.module import RMSNorm
 from rmsnorm_kernels.poison import poisoned_outputs
-from rmsnorm_kernels.reference import dx_scale, relative_error, rmsnorm_backward_reference, rmsnorm_reference, tolerance_for
+from rmsnorm_kernels.reference import (
+    dx_scale,
+    relative_error,
+    rmsnorm_backward_reference,
+    rmsnorm_reference,
+    tolerance_for,
+)
 from tests.kernels.kernel_inputs import random_inputs
 
 

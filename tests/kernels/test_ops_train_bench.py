@@ -12,8 +12,21 @@ def test_train_bench_cpu_writes_agreeing_losses(tmp_path):
     from rmsnorm_dash.cli import main
 
     out = tmp_path / "train.json"
-    rc = main(["train-bench", "--device", "cpu", "--variants", "hf,triton-persistent,triton-atomic",
-               "--steps", "2", "--warmup", "1", "--out", str(out)])
+    rc = main(
+        [
+            "train-bench",
+            "--device",
+            "cpu",
+            "--variants",
+            "hf,triton-persistent,triton-atomic",
+            "--steps",
+            "2",
+            "--warmup",
+            "1",
+            "--out",
+            str(out),
+        ]
+    )
     result = json.loads(out.read_text())
     assert rc == 0
     assert result["kind"] == "train-bench" and result["label"].startswith("CPU")

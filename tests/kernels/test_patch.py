@@ -12,8 +12,15 @@ from rmsnorm_kernels.patch import patch_rmsnorm
 
 transformers = pytest.importorskip("transformers")
 
-SMALL = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-             num_key_value_heads=2, vocab_size=96, max_position_embeddings=64)
+SMALL = dict(
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=96,
+    max_position_embeddings=64,
+)
 
 
 def _model(kind):
