@@ -282,6 +282,28 @@ def tune(
     }
 
 
+def carry_over(document: dict, previous: Optional[dict]) -> dict:
+    """A tune of some kinds only keeps the other kinds' entries of the table it replaces (``previous``, a table
+    document of the same architecture), each noted under ``carried_over`` with that table's device and date."""
+    if not previous or previous.get("arch") != document["arch"]:
+        return document
+    tuned = set(document["grid"]["kinds"])
+    kept = {k: rows for k, rows in (previous.get("entries") or {}).items() if k not in tuned and rows}
+    if not kept:
+        return document
+    origin = {
+        "device": previous.get("device"),
+        "created_at": previous.get("created_at"),
+        "git_commit": previous.get("git_commit"),
+        "grid_N": len((previous.get("grid") or {}).get("N") or []),
+    }
+    return {
+        **document,
+        "entries": {**document["entries"], **kept},
+        "carried_over": {**(previous.get("carried_over") or {}), **{k: origin for k in kept}},
+    }
+
+
 def write_table(document: dict, path: Optional[str] = None) -> Path:
     """Write the table where the kernels look for it (or ``path``); returns the path."""
     kernel_config.parse_table(document, "tuned")  # what is written must read back

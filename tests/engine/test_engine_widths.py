@@ -73,3 +73,31 @@ def test_tune_on_cpu_writes_a_table_that_reads_back(tmp_path, monkeypatch):
     assert table.lookup("fwd", 40, 5) == kernel_config.config_from_dict("fwd", entry["config"])
     assert doc["complete"] and doc["grid"] == {"N": [40], "M": [5], "kinds": ["fwd"]}
     assert any("compiled" in line for line in lines)
+
+
+def test_a_tune_of_some_kinds_keeps_the_other_kinds_of_the_table_it_replaces():
+    from engine.tune import carry_over
+    from rmsnorm_kernels import kernel_config
+
+    old = json.loads(kernel_config.table_path("sm90").read_text())
+    new = {
+        "schema": 1,
+        "arch": "sm90",
+        "device": "NVIDIA Test",
+        "created_at": "2026-12-07T00:00:00Z",
+        "grid": {"N": [4096], "M": [4096], "kinds": ["fwd", "persistent"]},
+        "entries": {
+            "fwd": [{"N": 4096, "M": 4096, "config": {"kernel": "rows", "rows": 1, "num_warps": 4}}],
+            "persistent": [],
+        },
+    }
+    merged = carry_over(new, old)
+    assert merged["entries"]["fwd"] == new["entries"]["fwd"]  # what was tuned now is never replaced
+    assert merged["entries"]["workspace"] == old["entries"]["workspace"]
+    assert merged["entries"]["atomic"] == old["entries"]["atomic"]
+    assert set(merged["carried_over"]) == {"workspace", "atomic"}
+    assert merged["carried_over"]["atomic"]["created_at"] == old["created_at"]
+    assert "persistent" not in merged["carried_over"]  # tuned now, even with no entry
+    table = kernel_config.parse_table(merged, "merged")
+    assert table.lookup("atomic", 4096, 4096) is not None
+    assert carry_over(new, {**old, "arch": "sm80"}) == new  # another architecture's table lends nothing
