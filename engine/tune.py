@@ -40,7 +40,7 @@ from rmsnorm_kernels.kernel_config import KINDS, candidates, config_from_dict, c
 LAYOUT_STEPS = (1, 1.25, 1.375, 1.4375, 1.5, 1.75, 1.875)
 """Where in each octave the grid measures: one segment, two (1.25, 1.5), three (1.375, 1.75) and three with the
 last masked (1.4375, 1.875): every `kernel_config.layout_class` twice an octave, so the lookup finds a width of
-the same class within an octave of any N."""
+the same class within a third of an octave of any N (`kernel_config.CLASS_WINDOW`)."""
 UNALIGNED_WIDTHS = (1001, 2999, 4999, 7001, 12001)
 """Rows that are not 16-byte aligned (scalar loads), their own class."""
 TUNE_WIDTHS = tuple(

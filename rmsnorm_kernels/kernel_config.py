@@ -6,7 +6,7 @@ A kernel's choices (tile rows, warps, programs per SM, pipeline stages, which fo
 1. the table of the GPU's architecture (``configs/sm90.json`` serves H100 and H200; ``RMSNORM_CONFIG_TABLE``
    names another file), read by **nearest neighbour**: the tuned width nearest N on a log scale among those of
    the same layout class (`layout_class`: how many power-of-two segments the row has, whether the last is masked,
-   whether rows start 16-byte aligned) within an octave, else among all; then the tuned row count nearest M. Every
+   whether rows start 16-byte aligned) within `CLASS_WINDOW` octaves, else among all; then the tuned row count nearest M. Every
    configuration is valid at every width (the row layout comes from N itself,
    `rmsnorm_kernels.segments.row_segments`), so a width nobody measured gets a measured neighbour's choice, never
    an untested fallback — unless that choice would hold more than a thread's registers here than at its own width
@@ -50,6 +50,10 @@ BACKWARD_TILE_ELEMENTS = 16384
 """A backward tile's rows × padded width stays under this (x and dy of ~12 K elements in flight per program)."""
 FORWARD_MULTI_ROW_ELEMENTS = 4096
 MAX_WARPS = 32
+CLASS_WINDOW = 0.35
+"""How far (octaves) the lookup looks for a width of the same layout class before it takes the nearest width of any:
+`engine.tune`'s grid has each class within 0.33 octave of any aligned width from 256 up (a few rare ones aside); a sparser table's far same-class entry loses to
+a near one (the first H100 table's 11008 ran at 92 % on 11264's configuration)."""
 
 
 @dataclass(frozen=True)
@@ -291,7 +295,7 @@ class ConfigTable:
 
     def lookup(self, kind: str, n: int, m: int):
         """The configuration of the measured (N, M) nearest (n, m): the nearest width on a log scale of the same
-        `layout_class` within an octave, else the nearest width; then the nearest row count. A backward
+        `layout_class` within `CLASS_WINDOW` octaves, else the nearest width; then the nearest row count. A backward
         configuration that would hold more than a thread's registers at ``n`` than at the width it was measured at
         (`register_slack`: more segments, a masked one, scalar loads) is passed over for the next. None when no
         entry fits."""
@@ -302,7 +306,7 @@ class ConfigTable:
 
         def order(w):
             distance = abs(math.log2(w) - ln)
-            return (not (layout_class(w) == cls and distance <= 1), distance, w)
+            return (not (layout_class(w) == cls and distance <= CLASS_WINDOW), distance, w)
 
         for width in sorted({r[0] for r in rows}, key=order):
             config = min((r for r in rows if r[0] == width), key=lambda r: (abs(math.log2(r[1]) - lm), r[1]))[2]

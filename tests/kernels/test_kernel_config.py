@@ -2,6 +2,7 @@
 (with the register guard), the run header's description — on fresh random widths, not only the tuned ones."""
 
 import json
+import math
 import random
 
 import pytest
@@ -75,9 +76,10 @@ def test_lookup_passes_over_a_neighbour_that_would_spill_here():
     assert t.lookup("persistent", 3840, 32768) == fits
 
 
-def test_lookup_prefers_a_width_of_the_same_layout_class_within_an_octave():
+def test_lookup_prefers_a_near_width_of_the_same_layout_class():
     """7936 (4096 + 2048 + a masked 2048) is nearer 8192 (one segment) than 7680 (the same layout class): the
-    class decides; where no width of the class lies within an octave the nearest width answers."""
+    class decides; where no width of the class lies within `CLASS_WINDOW` the nearest width answers (a sparse
+    table's far same-class entry must not beat a near one: 11008 ran at 92 % on 11264's configuration)."""
     one, masked, two = (BackwardConfig(rows=r, num_warps=w) for r, w in ((2, 8), (1, 8), (2, 4)))
     t, _ = table({"persistent": [(8192, 32768, one), (7680, 32768, masked), (3072, 32768, two)]})
     assert kc.layout_class(7936) == kc.layout_class(7680) != kc.layout_class(8192)
@@ -85,6 +87,13 @@ def test_lookup_prefers_a_width_of_the_same_layout_class_within_an_octave():
     assert t.lookup("persistent", 8192, 32768) == one
     assert kc.layout_class(12288) == kc.layout_class(3072)  # two segments, two octaves apart: a nearer width answers
     assert t.lookup("persistent", 12288, 32768) in (one, masked)
+    near, far = (
+        BackwardConfig(rows=1, num_warps=8, reload_weight=True),
+        BackwardConfig(rows=1, num_warps=32, reload_weight=True),
+    )
+    t, _ = table({"persistent": [(11264, 32768, near), (15360, 32768, far)]})
+    assert kc.layout_class(11008) == kc.layout_class(15360) != kc.layout_class(11264)
+    assert abs(math.log2(15360 / 11008)) > kc.CLASS_WINDOW and t.lookup("persistent", 11008, 32768) == near
 
 
 def test_unaligned_rows_are_their_own_class_and_get_more_warps():
