@@ -1,6 +1,7 @@
 """Issue 35, speed: the first look's charts come quickly. Absolute times depend on the machine and on what else runs
-on it, so the time to the first chart (a fresh browser context: nothing cached) is measured against a blank page's
-load in the same browser, interleaved, medians of a few tries. Also what makes it fast, each checked directly: plotly's
+on it, so the time to the first chart (a fresh browser context: nothing cached) is measured against a reference
+page's (the same plotly bundle from the service, one small chart drawn) in the same browser, interleaved, medians of a
+few tries. Also what makes it fast, each checked directly: plotly's
 basic bundle, compressed; every module fetched at once (modulepreload); the charts say they are loading instead of
 drawing empty axes under "No results yet"."""
 
@@ -18,14 +19,21 @@ pytestmark = [
     pytest.mark.skipif(not COMMITTED_RESULTS, reason="no committed result file under results/ yet"),
 ]
 
-BLANK = "/blank-calibration"  # answered by the browser's route below: a page with nothing to load
+REFERENCE = "/reference-calibration"  # answered by the browser's route below: plotly and one small chart
+REFERENCE_PAGE = (
+    "<!doctype html><title>reference</title><div id='c' style='width:600px;height:400px'></div>"
+    "<script src='/static/vendor/plotly-basic.min.js'></script>"
+    "<script>Plotly.newPlot('c', [{x: [1, 2, 3], y: [2, 1, 3], type: 'scatter'}])"
+    ".then(() => { document.title = 'drawn'; });</script>"
+)
 TRIES = 3
 BLANK_TRIES = 5
-# Measured on the 2-core dev machine with other work running (load 2 to 17): a blank page 0.06-0.5 s; the first chart
-# before issue 35 3.0-6.9 s (full plotly.js, 4.8 MB uncompressed; modules fetched level by level; requests one after
-# another; empty axes drawn first), ratio 20-60; after 1.1-4.4 s, ratio 13-23. A blank page's time is noisy on a busy
-# machine, so the bound is loose: it catches a page back at several seconds; the checks before it are the sharp ones.
-MAX_RATIO = 35
+# Measured on the 2-core dev machine: against a blank page (40-130 ms) the ratio ran from 20 to 41 for the same page
+# and failed the suite once at a bound of 35; against the reference page: quiet 2.8-3.3 (first chart 2.2-2.4 s,
+# reference 0.66-0.86 s), both cores busy with other work 3.5 (3.2 s, 0.92 s). The page before issue 35 (full
+# plotly.js, 4.8 MB uncompressed, modules level by level, empty axes drawn first) took 3.0-6.9 s where the reference
+# would take under 1: past this bound.
+MAX_RATIO = 6
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 
 # What the page showed before its first chart: recorded from the first script on (an init script).
@@ -47,8 +55,8 @@ def fresh_page(browser, guard, width=1440, height=900):
 
     def route(r):
         url = r.request.url
-        if urlparse(url).path == BLANK:
-            return r.fulfill(status=200, content_type="text/html", body="<!doctype html><title>blank</title>")
+        if urlparse(url).path == REFERENCE:
+            return r.fulfill(status=200, content_type="text/html", body=REFERENCE_PAGE)
         if url.startswith(("data:", "blob:")) or (urlparse(url).hostname or "") in LOCAL_HOSTS:
             return r.continue_()
         guard.outside_requests.append(url)
@@ -85,11 +93,15 @@ def first_chart_s(browser, guard, server):
         context.close()
 
 
-def blank_s(browser, guard, server):
+def reference_s(browser, guard, server):
+    """A reference page's load in a fresh context: the same plotly bundle fetched from the service and one small chart
+    drawn. It slows down with the machine as the dashboard does (a blank page's 40-130 ms did not: the ratio to it
+    ran from 20 to 41 for the same page, a flaky bound)."""
     context, page = fresh_page(browser, guard)
     try:
         t0 = time.perf_counter()
-        page.goto(server.url + BLANK, wait_until="load")
+        page.goto(server.url + REFERENCE, wait_until="commit")
+        page.wait_for_function("() => document.title === 'drawn'", polling=10, timeout=60_000)
         return time.perf_counter() - t0
     finally:
         context.close()
@@ -99,7 +111,7 @@ def test_first_charts_come_quickly(browser, server, guard, capsys):
     first_chart_s(browser, guard, server)  # warm the server (its first answers compress and cache)
     blanks, charts, last = [], [], None
     for i in range(max(TRIES, BLANK_TRIES)):
-        blanks.append(blank_s(browser, guard, server))
+        blanks.append(reference_s(browser, guard, server))
         if i >= TRIES:
             continue
         elapsed, seen, resources = first_chart_s(browser, guard, server)
@@ -108,8 +120,8 @@ def test_first_charts_come_quickly(browser, server, guard, capsys):
     blank, chart = statistics.median(blanks), statistics.median(charts)
     with capsys.disabled():
         print(
-            f"\nfirst chart {chart * 1000:.0f} ms (tries {[round(c * 1000) for c in charts]}), blank page "
-            f"{blank * 1000:.0f} ms ({[round(b * 1000) for b in blanks]}), ratio {chart / blank:.1f}"
+            f"\nfirst chart {chart * 1000:.0f} ms (tries {[round(c * 1000) for c in charts]}), reference page "
+            f"{blank * 1000:.0f} ms ({[round(b * 1000) for b in blanks]}), ratio {chart / blank:.2f}"
         )
     guard.check()
     seen, resources = last
@@ -125,4 +137,6 @@ def test_first_charts_come_quickly(browser, server, guard, capsys):
     first_done = min(r["end"] for r in modules)
     late = [r["name"].rsplit("/static/js/", 1)[1] for r in modules if r["start"] > first_done]
     assert not late, f"modules requested only after another arrived: {late}"
-    assert chart / blank < MAX_RATIO, f"first chart {chart:.2f} s is {chart / blank:.1f}x a blank page's {blank:.2f} s"
+    assert chart / blank < MAX_RATIO, (
+        f"first chart {chart:.2f} s is {chart / blank:.1f}x the reference page's {blank:.2f} s"
+    )
