@@ -442,9 +442,9 @@ def cmd_tune(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         from engine.tune import carry_over
         from rmsnorm_kernels import kernel_config
 
-        source = os.environ.get(kernel_config.TABLE_ENV) or kernel_config.table_path(document["arch"])
-        if Path(source).exists():
-            document = carry_over(document, json.loads(Path(source).read_text()))
+        source = kernel_config.table_source(document["arch"])
+        if source is not None and source.exists():
+            document = carry_over(document, json.loads(source.read_text()))
             for kind, origin in (document.get("carried_over") or {}).items():
                 print(f"  {kind}: entries carried over from {source} ({origin['device']}, {origin['created_at']})")
     print(f"wrote {write_table(document, args.out)}")

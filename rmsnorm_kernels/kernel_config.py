@@ -6,8 +6,8 @@ A kernel's choices (tile rows, warps, programs per SM, pipeline stages, which fo
 1. the table of the GPU's architecture (``configs/sm90.json`` serves H100 and H200; ``RMSNORM_CONFIG_TABLE``
    names another file), read by **nearest neighbour**: the tuned width nearest N on a log scale among those of
    the same layout class (`layout_class`: how many power-of-two segments the row has, whether the last is masked,
-   whether rows start 16-byte aligned) within `CLASS_WINDOW` octaves, else among all; then the tuned row count nearest M. Every
-   configuration is valid at every width (the row layout comes from N itself,
+   whether rows start 16-byte aligned) within `CLASS_WINDOW` octaves, else among all; then the tuned row count
+   nearest M. Every configuration is valid at every width (the row layout comes from N itself,
    `rmsnorm_kernels.segments.row_segments`), so a width nobody measured gets a measured neighbour's choice, never
    an untested fallback — unless that choice would hold more than a thread's registers here than at its own width
    (more segments, a masked one, scalar loads: `register_slack`), when the next nearest is taken;
@@ -35,7 +35,7 @@ import functools
 import json
 import math
 import os
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 from rmsnorm_kernels.segments import next_power_of_two, row_segments
@@ -52,8 +52,9 @@ FORWARD_MULTI_ROW_ELEMENTS = 4096
 MAX_WARPS = 32
 CLASS_WINDOW = 0.35
 """How far (octaves) the lookup looks for a width of the same layout class before it takes the nearest width of any:
-`engine.tune`'s grid has each class within 0.33 octave of any aligned width from 256 up (a few rare ones aside); a sparser table's far same-class entry loses to
-a near one (the first H100 table's 11008 ran at 92 % on 11264's configuration)."""
+`engine.tune`'s grid has each class within 0.33 octave of any aligned width from 256 up (a few rare ones aside); a
+sparser table's far same-class entry loses to a near one (the first H100 table's 11008 ran at 92 % on 11264's
+configuration)."""
 
 
 @dataclass(frozen=True)
@@ -292,8 +293,19 @@ class ConfigTable:
     name: str
     meta: dict
     entries: dict
+    _found: dict = field(default_factory=dict, compare=False, repr=False)
+    """Answers already given, by (kind, n, m): a launch asks every call, and the search over the table's widths
+    (a layout class per width) costs ~0.1 ms of a slow host's Python each time."""
 
     def lookup(self, kind: str, n: int, m: int):
+        key = (kind, n, m)
+        if key not in self._found:
+            if len(self._found) >= 4096:  # a service asked for many shapes: start over rather than grow
+                self._found.clear()
+            self._found[key] = self._search(kind, n, m)
+        return self._found[key]
+
+    def _search(self, kind: str, n: int, m: int):
         """The configuration of the measured (N, M) nearest (n, m): the nearest width on a log scale of the same
         `layout_class` within `CLASS_WINDOW` octaves, else the nearest width; then the nearest row count. A backward
         configuration that would hold more than a thread's registers at ``n`` than at the width it was measured at
@@ -350,15 +362,21 @@ def table_path(arch: str) -> Path:
     return CONFIG_DIR / f"{arch}.json"
 
 
-@functools.lru_cache(maxsize=None)
-def table_for(arch: str) -> ConfigTable | None:
-    """The table in force for ``arch`` ("sm90"): ``RMSNORM_CONFIG_TABLE``'s file if set, else the shipped one,
-    else None (the rule). Read once per process."""
+def table_source(arch: str) -> Path | None:
+    """The file of the table in force for ``arch`` ("sm90"): ``RMSNORM_CONFIG_TABLE``'s if set, else the shipped
+    one, else None (the rule)."""
     override = os.environ.get(TABLE_ENV)
     if override:
-        return load_table(override)
+        return Path(override)
     path = table_path(arch)
-    return load_table(path) if path.exists() else None
+    return path if path.exists() else None
+
+
+@functools.lru_cache(maxsize=None)
+def table_for(arch: str) -> ConfigTable | None:
+    """The table in force for ``arch`` (`table_source`), read once per process; None: the rule."""
+    source = table_source(arch)
+    return load_table(source) if source is not None else None
 
 
 def arch_of(capability: tuple[int, int] | None) -> str:
