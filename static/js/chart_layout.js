@@ -1,9 +1,9 @@
 // The layout of one metric panel (charts.js draws it): the title under the mode bar (wrapped on a phone), the
 // legend in a band of its own below the x-axis title (sized for its wrapped rows), the x axis (N with model names,
 // or M) with labels that never collide, the y axis (linear from zero, or log with 1-2-5 ticks; kept readable when
-// the copy ceiling is far above every point), the notes and ★ annotations.
+// the copy ceiling is far above every point), and the notes (the ★ are a trace: chart_traces.starTrace).
 
-import { VIEWS, starAnnotations } from "./chart_traces.js";
+import { VIEWS } from "./chart_traces.js";
 import { themedLayout } from "./chart_theme.js";
 import { logTicks, powersOfTwo, tickText } from "./chart_labels.js";
 import { modelNames, nTicks, tickLabels } from "./model_names.js";
@@ -12,7 +12,6 @@ const PASS_TITLES = { fwd: "Forward", bwd: "Backward (dx and dγ)" };
 const fmt = (v, digits = 1) => (v == null || !Number.isFinite(v) ? "–" : Number(v).toFixed(digits));
 
 // The legend sits below the axis title, in a band of its own sized for its entries.
-export const LEGEND_ROW_PX = 19;
 export const LEGEND_GAP_PX = 6;
 const PLOT_PX = 320;
 const SIDES_PX = 76; // margin.l + margin.r
@@ -22,21 +21,50 @@ const BOTTOM_PX = 62; // tick labels and the x-axis title
 const MODEBAR_PX = 30;
 const TITLE_LINE_PX = 19;
 
-// A first guess of the legend band, on the generous side (about 8 px a character, 42 px for an entry's line and
-// gaps): a band a little too tall is kept, one too short is redrawn.
-export function guessLegendPx(data, width) {
-  let rows = 1;
-  let used = 0;
+// The legend band as plotly lays it out: entries of one legendgroup stacked in a column as wide as the widest
+// (the symbol's 40 px and the name, measured in the legend's font), columns placed left to right and wrapped at the
+// panel's width, rows ENTRY_PX tall and TRACEGROUP_GAP_PX apart once any trace has a group, a 10 px frame. Close
+// enough that the first draw needs no second layout (each cost 0.1-0.2 s on the first look, issue 35); drawn
+// wrong, it is measured and redrawn (charts.js).
+const ENTRY_PX = 19;
+const TRACEGROUP_GAP_PX = 10; // plotly's legend.tracegroupgap default
+// A row's pitch: a band this much too tall is kept (the guess errs on the tall side), one too short is redrawn.
+export const LEGEND_ROW_PX = ENTRY_PX + TRACEGROUP_GAP_PX;
+const ENTRY_SYMBOL_PX = 40;
+const COLUMN_GAP_PX = 10;
+const LEGEND_FRAME_PX = 10;
+const LEGEND_FONT = "11px \"Open Sans\", verdana, arial, sans-serif";
+let measureCanvas = null;
+function textWidth(text) {
+  measureCanvas ??= document.createElement("canvas").getContext("2d");
+  measureCanvas.font = LEGEND_FONT;
+  return measureCanvas.measureText(text).width;
+}
+
+export function guessLegendPx(data, width, measure = textWidth) {
+  const columns = new Map();
   for (const t of data) {
     if (t.showlegend === false) continue;
-    const w = 42 + 8 * t.name.length;
+    const key = t.legendgroup ? `g:${t.legendgroup}` : `t:${columns.size}`;
+    if (!columns.has(key)) columns.set(key, []);
+    columns.get(key).push(ENTRY_SYMBOL_PX + measure(t.name ?? ""));
+  }
+  if (!columns.size) return 0;
+  const gap = data.some((t) => t.legendgroup && t.showlegend !== false) ? TRACEGROUP_GAP_PX : 0;
+  let height = 0;
+  let rowPx = 0;
+  let used = 0;
+  for (const entries of columns.values()) {
+    const w = Math.max(...entries) + COLUMN_GAP_PX;
     if (used > 0 && used + w > width) {
-      rows++;
+      height += rowPx + gap;
       used = 0;
+      rowPx = 0;
     }
     used += w;
+    rowPx = Math.max(rowPx, entries.length * ENTRY_PX);
   }
-  return rows * (LEGEND_ROW_PX + 1) + LEGEND_GAP_PX;
+  return height + rowPx + LEGEND_FRAME_PX + LEGEND_GAP_PX;
 }
 
 // The title under the mode bar; split at its colon when it would not fit on one line (about 7.5 px a
@@ -70,9 +98,9 @@ export function xAxisLayout(x, xs, width, { names = true } = {}) {
 }
 
 // The plotly layout of one panel. traces: the measured traces, ceilings: the copy-ceiling lines, xs: the values
-// drawn along x ("N" or "M"), best: the ★ points; legendPx: the legend band's height; revision: what keeps the
+// drawn along x ("N" or "M"); legendPx: the legend band's height; revision: what keeps the
 // user's zoom (uirevision). Returns {layout, band} (band: what legendBand needs to resize the legend's band).
-export function panelLayout({ pass, view, logY, width, traces, ceilings, xs, best, theme, legendPx, revision, x = "N" }) {
+export function panelLayout({ pass, view, logY, width, traces, ceilings, xs, theme, legendPx, revision, x = "N" }) {
   const data = [...traces, ...ceilings];
   const xaxis = xAxisLayout(x, xs, width);
   const named = xaxis.slanted ? 78 : 0; // slanted ticks with a model name
@@ -107,7 +135,7 @@ export function panelLayout({ pass, view, logY, width, traces, ceilings, xs, bes
     showlegend: data.length > 0,
     legend: { orientation: "h", xref: "container", x: 0, xanchor: "left", yref: "container", y: 0, yanchor: "bottom", maxheight: 5000, font: { size: 11 } },
     hovermode: "closest",
-    annotations: [...notes, ...starAnnotations(best, { logY })],
+    annotations: notes,
     uirevision: revision,
   });
   return { layout, band };

@@ -166,13 +166,18 @@ export function panelTraces({ sources, pass, keep, view, scheme, ink, x = "N" })
   return { traces, xs, best: stars, entries, cpuBoundCount, wrongCount };
 }
 
-// ★ over each shape's best row (annotations take log10 coordinates on log axes).
-export function starAnnotations(best, { logY }) {
-  return best.filter((b) => Number.isFinite(b.y) && b.y > 0).map((b) => ({
-    x: Math.log10(b.x ?? b.row.N), y: logY ? Math.log10(b.y) : b.y, xref: "x", yref: "y", text: "★", showarrow: false,
-    yshift: 13, font: { size: 15, color: b.color }, name: `best|${b.row.impl}|${b.row.dtype}|${b.row.M}|${b.row.N}`,
-    hovertext: `best at this shape: ${b.row.impl}`, captureevents: false,
-  }));
+// ★ over each shape's best row: one text trace. Plotly lays out each annotation on its own (72 of them were half of a
+// panel's first draw, issue 35); a trace's text is drawn in one pass. No customdata: what reads the measured points
+// (CSV, hovers, tests) picks the traces that have it.
+export function starTrace(best) {
+  const on = best.filter((b) => Number.isFinite(b.y) && b.y > 0);
+  if (!on.length) return [];
+  return [{
+    type: "scatter", mode: "text", uid: "stars", name: "★ fastest", showlegend: false, hoverinfo: "skip", cliponaxis: false,
+    x: on.map((b) => b.x ?? b.row.N), y: on.map((b) => b.y), text: on.map(() => "★"), textposition: "top center",
+    textfont: { size: 15, color: on.map((b) => b.color) },
+    meta: { kind: "stars", best: on.map((b) => `${b.row.impl}|${b.row.dtype}|${b.row.M}|${b.row.N}`) },
+  }];
 }
 
 export function ceilingTraces(sources, view, xs, color) {

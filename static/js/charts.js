@@ -6,7 +6,7 @@
 // stored run, the largest on a tie; those of the first rows received while a run streams), so each panel has one trace
 // per implementation.
 
-import { ALL, VIEWS, timed, panelTraces, ceilingTraces } from "./chart_traces.js";
+import { ALL, VIEWS, timed, panelTraces, ceilingTraces, starTrace } from "./chart_traces.js";
 import { modeBarConfig, untab, csvOfView, download, drawSerial } from "./chart_tools.js";
 import { chartTheme, onSchemeChange } from "./chart_theme.js";
 import { drawProfile, pickShape, profiledRows } from "./chart_profile.js";
@@ -42,6 +42,7 @@ export class Charts {
     this.sourcesLine = sourcesLine;
     // Until the page has opened its first run (doneLoading): a loading line and no empty axes drawn.
     this.loading = true;
+    this._unfilled = new Set(); // panels left undrawn while loading (render)
     this.selects = { dtype: dtypeSelect, M: mSelect, N: nSelect };
     this.view = "GBps";
     this.sources = []; // {key, label, header, rows, live}
@@ -180,6 +181,7 @@ export class Charts {
   doneLoading() {
     this.loading = false;
     if (!this.sources.length) this.render();
+    else if (this._unfilled.size) this.render({ only: [...this._unfilled] });
   }
 
   // plotly.js came in (it loads async): draw what was asked for before it could be drawn.
@@ -245,7 +247,8 @@ export class Charts {
     }
   }
 
-  render() {
+  // only: the panels to draw (all by default).
+  render({ only = ["fwd", "bwd"] } = {}) {
     const Plotly = window.Plotly;
     const choice = this._resolveFilter();
     this.filter = { dtype: choice.dtype, M: choice.M, N: choice.N };
@@ -263,20 +266,29 @@ export class Charts {
     this._owed = !Plotly && !waiting;
     this._drawn = Boolean(Plotly) && !waiting;
     if (!Plotly || waiting) return;
-    for (const pass of ["fwd", "bwd"]) {
+    for (const pass of only) {
       const el = this.panels[pass];
       const { traces, xs, best } = built[pass];
-      const ceilings = ceilingTraces(this.sources, this.view, xs, theme.muted);
-      const data = [...traces, ...ceilings];
-      // The legend gets a band of its own under the x-axis title, as tall as its wrapped rows at this
-      // panel's width (measured after drawing), so it never covers the title and is never cut.
+      // While the first look loads, a panel with nothing to draw yet waits for the run that fills it (the first look
+      // opens the backward run, then the forward one): drawing its empty axes first cost a plotly draw (issue 35).
+      this._unfilled.delete(pass);
       const width = el.clientWidth || 600;
       this._widths.set(el, width);
+      if (this.loading && !traces.length) {
+        this._unfilled.add(pass);
+        el.setAttribute("aria-busy", "true");
+        el.dataset.points = "0"; // what is drawn: nothing yet
+        continue;
+      }
+      const ceilings = ceilingTraces(this.sources, this.view, xs, theme.muted);
+      const data = [...traces, ...ceilings, ...starTrace(best)];
+      // The legend gets a band of its own under the x-axis title, as tall as its wrapped rows at this
+      // panel's width (measured after drawing), so it never covers the title and is never cut.
       const bandKey = `${pass}|${width}|${data.length}`;
       const legendPx = data.length ? this._legendPx.get(bandKey) ?? guessLegendPx(data, width - 76) : 0;
       const revision = `${this.view}|${this.logY}|${this.xAxis}|${this.filter.dtype}|${this.filter.M}|${this.filter.N}|` +
         this.sources.map((s) => s.key).join(",");
-      const { layout, band } = panelLayout({ pass, view: this.view, logY: this.logY, width, traces, ceilings, xs, best, theme,
+      const { layout, band } = panelLayout({ pass, view: this.view, logY: this.logY, width, traces, ceilings, xs, theme,
         legendPx, revision, x: this.xAxis });
       const measured = traces.filter((t) => t.meta.kind === "measured");
       const counts = { traces: String(measured.length), points: String(measured.reduce((n, t) => n + t.x.length, 0)),

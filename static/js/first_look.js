@@ -51,6 +51,9 @@ export function firstLookRuns(runs) {
 // The first of them (the run the table, the summary line and the dock start with); null when none.
 export const firstLookRun = (runs) => firstLookRuns(runs)[0] ?? null;
 
+// After the next frame is painted.
+const painted = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+
 // history: the History table (runs listing, open(id, {overlay}), nameOf(id)); views: the Views (apply(state));
 // dock: the Dock (laneNames(), measured, setMeasured(doc, name)).
 export async function openFirstLook({ history, views, dock }) {
@@ -62,7 +65,13 @@ export async function openFirstLook({ history, views, dock }) {
   }
   if (!opened) {
     const first = firstLookRuns(history.runs);
-    for (const [i, run] of first.entries()) await history.open(run.run_id, { overlay: i > 0 });
+    // Both runs asked for at once: the second arrives while the first is drawn.
+    const fetched = first.map((run) => getRun(run.run_id));
+    for (const f of fetched) f.catch(() => {}); // each failure is reported by its own open
+    for (const [i, run] of first.entries()) {
+      if (i > 0) await painted(); // the first run's charts are on screen before the second's draw holds the page
+      await history.open(run.run_id, { overlay: i > 0, fetched: fetched[i] });
+    }
     if (first.length && dock) await dockOnItsLanes(history, dock, first[0]);
   }
   views.apply(state);

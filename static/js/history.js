@@ -177,11 +177,12 @@ export class History {
     this.els.overlay.textContent = n > 1 ? `Overlay ${n} selected` : "Open selected";
   }
 
-  async open(runId, { overlay = false } = {}) {
+  // fetched: the run's document already asked for (a promise), when the caller fetches several at once.
+  async open(runId, { overlay = false, fetched = null } = {}) {
     this._say(`Opening ${runId}…`);
     let doc;
     try {
-      doc = await getRun(runId);
+      doc = await (fetched ?? getRun(runId));
     } catch (err) {
       this._say(`Could not open ${runId}: ${err.message}`);
       this._opened("");

@@ -59,6 +59,18 @@ def drawn(page, panel):
     )
 
 
+def stars(page, panel):
+    """The ★ of a panel (one text trace): [{"impl", "dtype", "M", "N", "x", "y", "text"}]."""
+    return page.evaluate(
+        """(panel) => document.getElementById('chart-' + panel).data
+             .filter((t) => t.meta && t.meta.kind === 'stars')
+             .flatMap((t) => t.meta.best.map((name, i) => {
+               const [impl, dtype, M, N] = name.split('|');
+               return {impl, dtype, M: +M, N: +N, x: t.x[i], y: t.y[i], text: t.text[i]}; }))""",
+        panel,
+    )
+
+
 def layout(page, panel):
     return page.evaluate(
         """(panel) => { const l = document.getElementById('chart-' + panel).layout;

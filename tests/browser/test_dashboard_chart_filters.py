@@ -27,7 +27,7 @@ def traces(page, panel):
     """Every trace drawn in a panel: its name, and each point's case (from customdata) and y."""
     return page.evaluate(
         """(panel) => document.getElementById('chart-' + panel).data.map((t) => ({
-             name: t.name,
+             name: t.name, kind: (t.meta || {}).kind || null,
              points: (t.customdata || []).map((c, i) => ({impl: c[0], M: c[1], N: c[2], dtype: c[3], y: t.y[i]})),
            }))""",
         panel,
@@ -59,7 +59,9 @@ def check_panels(page, rows, dtype, m):
         stored = {(r["impl"], r["N"]): r["GBps"] for r in at}
         impls = {r["impl"] for r in at}
         assert impls, (panel, dtype, m)
-        drawn = traces(page, panel)
+        every = traces(page, panel)
+        assert [t["kind"] for t in every].count("stars") == 1  # the ★ of each shape: one text trace
+        drawn = [t for t in every if t["kind"] != "stars"]
         measured = [t for t in drawn if t["points"]]
         ceilings = [t for t in drawn if t["name"].startswith("copy ceiling")]
         assert len(ceilings) == 1 and len(drawn) == len(measured) + 1, [t["name"] for t in drawn]

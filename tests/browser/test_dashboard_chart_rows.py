@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 from browser_paths import COMMITTED_RESULTS
-from chart_helpers import biggest_committed, committed_docs, drawn, layout, open_run, set_filters
+from chart_helpers import biggest_committed, committed_docs, drawn, open_run, set_filters, stars
 
 pytestmark = [
     pytest.mark.browser,
@@ -121,11 +121,11 @@ def test_wrong_row_is_hollow_never_best_and_cpu_bound_rows_are_marked(make_page,
 
     # ★: one per shape, on the fastest ok row, never the wrong one (although it is the fastest).
     for panel in ("fwd", "bwd"):
-        stars = [a["name"].split("|")[1:] for a in layout(page, panel)["annotations"] if a["name"].startswith("best|")]
+        best = [(b["impl"], b["dtype"], b["M"], b["N"]) for b in stars(page, panel)]
         ok = [r for r in doc["rows"] if r["pass"] == panel and r["status"] == "ok"]
         shapes = {(r["dtype"], r["M"], r["N"]) for r in ok}
-        assert len(stars) == len(shapes)
-        for impl, dtype, m, n in stars:
+        assert len(best) == len(shapes)
+        for impl, dtype, m, n in best:
             at = [r for r in ok if (r["dtype"], r["M"], r["N"]) == (dtype, int(m), int(n))]
             assert impl == min(at, key=lambda r: r["median_us"])["impl"]
             if panel == wrong["pass"] and (dtype, int(m), int(n)) == (wrong["dtype"], wrong["M"], wrong["N"]):

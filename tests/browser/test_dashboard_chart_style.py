@@ -7,7 +7,7 @@ import math
 
 import pytest
 from browser_paths import COMMITTED_RESULTS
-from chart_helpers import biggest_committed, contrast, drawn, layout, open_run, set_filters
+from chart_helpers import biggest_committed, contrast, drawn, layout, open_run, set_filters, stars
 
 pytestmark = [
     pytest.mark.browser,
@@ -54,13 +54,13 @@ def test_log_y_toggle_and_iqr_error_bars(make_page, server):
     for panel in ("fwd", "bwd"):
         lay = layout(page, panel)
         assert "(log y)" in lay["title"]
-        # The ★ of each shape sits on its point in log10 coordinates (plotly's annotations on a log axis).
-        stars = [a for a in lay["annotations"] if a["name"].startswith("best|")]
-        assert stars
+        # The ★ of each shape sits on its point on the log axis too.
+        best = stars(page, panel)
+        assert best
         points = {(t["meta"]["impl"], x): y for t in measured(page, panel) for x, y in zip(t["x"], t["y"])}
-        for a in stars:
-            _, impl, _, _, n = a["name"].split("|")
-            assert math.isclose(a["y"], math.log10(points[(impl, int(n))]), rel_tol=1e-9)
+        for b in best:
+            assert b["text"] == "★" and b["x"] == b["N"]
+            assert math.isclose(b["y"], points[(b["impl"], b["N"])], rel_tol=1e-9)
     page.uncheck("#chart-logy")
     page.wait_for_function("() => document.getElementById('chart-fwd').layout.yaxis.type === 'linear'")
 
