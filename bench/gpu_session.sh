@@ -70,7 +70,7 @@ for phase in "$@"; do
       ;;
     check-widths)
       # issue 33: our kernels against fp64 at every width of the scan and 8 random widths (M 1027)
-      timeout ${CHECK_S:-300} python3 -m rmsnorm_dash check --impl triton --impl triton-persistent --impl triton-workspace \
+      timeout ${CHECK_S:-300} python3 -u -m rmsnorm_dash check --impl triton --impl triton-persistent --impl triton-workspace \
         --impl triton-atomic --dtype bfloat16 --dtype float16 --widths --random-widths 8 --width-seed ${WIDTH_SEED:-2026} > "$OUT/check-widths.txt" 2>&1
       echo "check exit code $?"; head -3 "$OUT/check-widths.txt"; grep -v " ok$" "$OUT/check-widths.txt" | tail -20
       ;;

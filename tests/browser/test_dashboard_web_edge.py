@@ -35,13 +35,17 @@ def test_the_page_works_under_its_csp(browser, server):
         box = chart.bounding_box()
         page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         # a hover label of a measured point (plotly turned its <b> into a style attribute, which the CSP refuses)
-        hover = page.evaluate("""() => {
+        # plotly throttles hovers (50 ms): one asked for right after the mouse's may be deferred, so ask until it shows
+        page.wait_for_function(
+            """() => {
           const gd = document.getElementById('chart-fwd');
           const i = gd.data.findIndex((t) => t.customdata && t.customdata.length);
           window.Plotly.Fx.hover(gd, [{curveNumber: i, pointNumber: 0}]);
-          return document.querySelector('#chart-fwd .hoverlayer').textContent;
-        }""")
-        assert "GB/s" in hover, hover
+          return document.querySelector('#chart-fwd .hoverlayer').textContent.includes('GB/s');
+        }""",
+            polling=100,
+            timeout=10_000,
+        )
         for view in page.locator("input[name=view]").all():  # every view beside the charts, and back
             view.check(force=True)
             page.wait_for_timeout(300)
