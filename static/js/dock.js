@@ -25,6 +25,7 @@ export class Dock {
     this.els = els; // {mode, m, mOut, n, nOut, sm, play, impls, lanes, timing, useModel, source, dtypeFilter, legend}
     this.impls = [];
     this.hidden = new Set();
+    this.picked = false; // the user ticked or unticked a lane: the dock no longer chooses the lanes itself
     this.measured = null; // the run document the dock uses
     this.offered = null; // a finished run the user may switch the dock to
     this.mValues = [...DEFAULT_M];
@@ -164,14 +165,25 @@ export class Dock {
     return this.impls.filter((i) => i.passes.includes(this.mode) && !this.hidden.has(i.name));
   }
 
-  // Shown at first: every available implementation with a drawn strategy (plugins included);
-  // the opaque baselines and unavailable ones are one click away.
-  _defaultHidden(impls) {
-    return new Set(impls.filter((i) => !i.available || familyOf(i) === "baseline").map((i) => i.name));
+  // Shown at first: every implementation with a drawn strategy (plugins included) that runs here or that the dock's
+  // run measured (a CPU host showing a GPU run draws that run's lanes); the opaque baselines and the rest are one
+  // click away.
+  _defaultHidden(impls, doc = this.measured) {
+    const measured = new Set((doc?.rows ?? []).filter((r) => r.status === "ok").map((r) => r.impl));
+    return new Set(impls.filter((i) => familyOf(i) === "baseline" || (!i.available && !measured.has(i.name)))
+      .map((i) => i.name));
+  }
+
+  // Every lane the dock can draw in a mode, shown or not (the baselines have no strategy to draw).
+  drawableLanes(mode = this.mode) {
+    return this.impls.filter((i) => i.passes.includes(mode) && familyOf(i) !== "baseline").map((i) => i.name);
   }
 
   _renderPicker() {
-    renderPicker(this.els.impls, this.impls.filter((i) => i.passes.includes(this.mode)), this.hidden, () => this._refreshData());
+    renderPicker(this.els.impls, this.impls.filter((i) => i.passes.includes(this.mode)), this.hidden, () => {
+      this.picked = true;
+      this._refreshData();
+    });
   }
 
   // The run the dock uses (the user opened it, or it is the first GPU run to finish): its measured times set
@@ -182,6 +194,10 @@ export class Dock {
   setMeasured(doc, name = null) {
     this.measured = doc?.rows?.length ? doc : null;
     this.measuredName = this.measured ? name : null;
+    if (!this.picked && this.impls.length) {
+      this.hidden = this._defaultHidden(this.impls);
+      this._renderPicker();
+    }
     if (this.offered && this.offered === doc) this.offered = null;
     this._filter = this._filterValue();
     this.dtypeChoice = chooseDtype(this.measured, this.mode, this._filter);

@@ -55,7 +55,7 @@ export const firstLookRun = (runs) => firstLookRuns(runs)[0] ?? null;
 const painted = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
 
 // history: the History table (runs listing, open(id, {overlay}), nameOf(id)); views: the Views (apply(state));
-// dock: the Dock (laneNames(), measured, setMeasured(doc, name)).
+// dock: the Dock (drawableLanes(), measured, setMeasured(doc, name)).
 export async function openFirstLook({ history, views, dock }) {
   const state = readUrlState();
   let opened = 0;
@@ -77,10 +77,10 @@ export async function openFirstLook({ history, views, dock }) {
   views.apply(state);
 }
 
-// The dock on a run that measured its lanes: the first look's run when it measured every lane, else the stored
-// run that measured the most of them (dockRunFor); the dock's source line names the lanes its run lacks.
+// The dock on a run that measured its lanes: the first look's run when it measured every lane it can draw, else the
+// stored run that measured the most of them (dockRunFor); the dock's source line names the lanes its run lacks.
 async function dockOnItsLanes(history, dock, first) {
-  const lanes = dock.laneNames("bwd");
+  const lanes = dock.drawableLanes("bwd");
   const cover = (r) => lanes.filter((l) => (r.implementations ?? []).includes(l)).length;
   const pick = dockRunFor(history.runs, lanes, first.device_name);
   if (!pick || pick.run_id === first.run_id || cover(pick) <= cover(first)) return;

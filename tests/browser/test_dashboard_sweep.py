@@ -112,14 +112,18 @@ def test_live_sweep_fills_the_charts_as_rows_stream(make_page, server, shot):
     page.check('input[name="view"][value="GBps"]')
 
     # Hovering a point names the case and its timing spread.
-    hover = page.evaluate(
+    # (asked until it shows: plotly throttles hovers to one per 50 ms, and the view just changed)
+    page.wait_for_function(
         """() => {
           const gd = document.getElementById('chart-bwd');
           const i = gd.data.findIndex((t) => t.customdata && t.customdata[0][0] === 'torch-chunked');
           window.Plotly.Fx.hover(gd, [{curveNumber: i, pointNumber: 0}]);
-          return document.querySelector('#chart-bwd .hoverlayer').textContent;
-        }"""
+          return document.querySelector('#chart-bwd .hoverlayer').textContent.includes('torch-chunked');
+        }""",
+        polling=100,
+        timeout=10_000,
     )
+    hover = page.evaluate("() => document.querySelector('#chart-bwd .hoverlayer').textContent")
     first = min(
         (r for r in stored.values() if r["impl"] == "torch-chunked" and r["pass"] == "bwd"), key=lambda r: r["N"]
     )
