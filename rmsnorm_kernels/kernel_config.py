@@ -6,7 +6,8 @@ A kernel's choices (tile rows, warps, programs per SM, pipeline stages, which fo
 1. the table of the GPU's architecture (``configs/sm90.json`` serves H100 and H200; ``RMSNORM_CONFIG_TABLE``
    names another file), read by **nearest neighbour**: the tuned width nearest N on a log scale among those of
    the same layout class (`layout_class`: how many power-of-two segments the row has, whether the last is masked,
-   whether rows start 16-byte aligned) within `CLASS_WINDOW` octaves, else among all; then the tuned row count
+   whether rows start 16-byte aligned) within `CLASS_WINDOW` octaves, else of the same alignment within
+   `ALIGNMENT_WINDOW`, else among all; then the tuned row count
    nearest M. Every configuration is valid at every width (the row layout comes from N itself,
    `rmsnorm_kernels.segments.row_segments`), so a width nobody measured gets a measured neighbour's choice, never
    an untested fallback — unless that choice would hold more than a thread's registers here than at its own width
@@ -55,6 +56,11 @@ CLASS_WINDOW = 0.35
 `engine.tune`'s grid has each class within 0.33 octave of any aligned width from 256 up (a few rare ones aside); a
 sparser table's far same-class entry loses to a near one (the first H100 table's 11008 ran at 92 % on 11264's
 configuration)."""
+ALIGNMENT_WINDOW = 0.6
+"""Past `CLASS_WINDOW`, a width whose rows are aligned alike (`aligned`) within this many octaves comes before a nearer
+one that is not: scalar loads change the best configuration more than the segments do (the H100's 15651 ran the
+forward at 51 % of the copy ceiling on 16384's configuration; the unaligned tune widths' chunked one gives 70–81 %
+from 5299 to 14155). The grid's unaligned widths lie at most 0.6 octave apart."""
 
 
 @dataclass(frozen=True)
@@ -307,7 +313,8 @@ class ConfigTable:
 
     def _search(self, kind: str, n: int, m: int):
         """The configuration of the measured (N, M) nearest (n, m): the nearest width on a log scale of the same
-        `layout_class` within `CLASS_WINDOW` octaves, else the nearest width; then the nearest row count. A backward
+        `layout_class` within `CLASS_WINDOW` octaves, else the nearest aligned alike within `ALIGNMENT_WINDOW`,
+        else the nearest width; then the nearest row count. A backward
         configuration that would hold more than a thread's registers at ``n`` than at the width it was measured at
         (`register_slack`: more segments, a masked one, scalar loads) is passed over for the next. None when no
         entry fits."""
@@ -318,7 +325,9 @@ class ConfigTable:
 
         def order(w):
             distance = abs(math.log2(w) - ln)
-            return (not (layout_class(w) == cls and distance <= CLASS_WINDOW), distance, w)
+            if layout_class(w) == cls and distance <= CLASS_WINDOW:
+                return (0, distance, w)
+            return (1 if aligned(w) == cls[2] and distance <= ALIGNMENT_WINDOW else 2, distance, w)
 
         for width in sorted({r[0] for r in rows}, key=order):
             config = min((r for r in rows if r[0] == width), key=lambda r: (abs(math.log2(r[1]) - lm), r[1]))[2]

@@ -96,6 +96,23 @@ def test_lookup_prefers_a_near_width_of_the_same_layout_class():
     assert abs(math.log2(15360 / 11008)) > kc.CLASS_WINDOW and t.lookup("persistent", 11008, 32768) == near
 
 
+def test_lookup_keeps_rows_aligned_alike_together_past_the_class_window():
+    """15651 (rows not 16-byte aligned) is 0.06 octave from 16384 and 0.38 from 12001, the nearest unaligned width:
+    past `CLASS_WINDOW` the width aligned alike within `ALIGNMENT_WINDOW` answers (on the H100 16384's forward ran at
+    51 % of the ceiling at 15651, the unaligned widths' configuration at 70–81 %); farther than that, the nearest."""
+    aligned_cfg, scalar_cfg, short_cfg = (
+        ForwardConfig("rows", rows=1, num_warps=32),
+        ForwardConfig("chunked", chunk=1024, num_warps=8),
+        ForwardConfig("rows", rows=16, num_warps=4),
+    )
+    t, _ = table({"fwd": [(16384, 16384, aligned_cfg), (12001, 16384, scalar_cfg), (320, 16384, short_cfg)]})
+    for n in (15651, 15678, 16383, 13001):
+        assert not kc.aligned(n) and t.lookup("fwd", n, 16384) == scalar_cfg, n
+    assert kc.CLASS_WINDOW < abs(math.log2(12001 / 15651)) <= kc.ALIGNMENT_WINDOW
+    assert t.lookup("fwd", 16376, 16384) == aligned_cfg  # aligned: 16384 stays its neighbour
+    assert abs(math.log2(12001 / 301)) > kc.ALIGNMENT_WINDOW and t.lookup("fwd", 301, 16384) == short_cfg
+
+
 def test_unaligned_rows_are_their_own_class_and_get_more_warps():
     """N % 8 ≠ 0: every load is scalar with its own address (ptxas: 14155 at 16 warps spilled 472 B); the rule
     spreads such a row over more threads than its aligned neighbour, and the lookup keeps the classes apart."""
