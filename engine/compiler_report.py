@@ -74,7 +74,8 @@ def compiled_resources(
 def persistent_backward_resources(n: int, config=None, m: int = 16384) -> Resources:
     """The persistent backward kernel as `persistent_backward` launches it for [m, n] bf16 rows (the configuration
     in force, or ``config``)."""
-    from rmsnorm_kernels.triton_backward.dx import backward_config, pipeline_stages, row_layout
+    from rmsnorm_kernels.kernel_config import row_layout
+    from rmsnorm_kernels.triton_backward.dx import backward_config, pipeline_stages
     from rmsnorm_kernels.triton_backward.persistent import rmsnorm_bwd_persistent_kernel
 
     config = config or backward_config("persistent", m, n)
@@ -96,7 +97,8 @@ def persistent_backward_resources(n: int, config=None, m: int = 16384) -> Resour
 
 def main() -> int:
     from engine.presets import get_preset
-    from rmsnorm_kernels.triton_backward.dx import backward_config, row_layout
+    from rmsnorm_kernels.kernel_config import row_layout
+    from rmsnorm_kernels.triton_backward.dx import backward_config
 
     print(
         f"{'N':>6} {'segments':<18} {'rows':>4} {'warps':>5} {'k':>2} {'stages':>6} {'reload γ':<8} {'regs':>5} "

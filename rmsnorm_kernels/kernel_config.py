@@ -39,7 +39,7 @@ import os
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
-from rmsnorm_kernels.segments import next_power_of_two, row_segments
+from rmsnorm_kernels.segments import MIN_SEGMENT, Segments, next_power_of_two, row_segments
 
 CONFIG_DIR = Path(__file__).with_name("configs")
 TABLE_ENV = "RMSNORM_CONFIG_TABLE"
@@ -126,6 +126,24 @@ def padded_width(n: int) -> int:
     return row_segments(n).padded
 
 
+TAIL_ELEMENTS_PER_THREAD = 2
+"""A segment after the first spans at least this many elements per thread of the program (per row of its tile):
+a 256-wide tail over 8 warps left one element per thread, and the H100 ran the persistent backward at 81 % of the
+copy ceiling at 8448 = 8192 + 256 beside 94 % at 8704 = 8192 + 512 (6400 = 4096 + 2048 + 256 over 16 warps:
+62 %). Such a tail is padded instead (8448 → 8192 + [256 → 512], masked)."""
+
+
+def row_layout(config, n: int) -> Segments:
+    """The column segments a kernel is compiled for at row width ``n`` with ``config`` (forward or backward): one
+    masked power-of-two block for a ``padded`` configuration, else the row's segments with no tail narrower than
+    `TAIL_ELEMENTS_PER_THREAD` elements per thread."""
+    if config.padded:
+        return Segments(next_power_of_two(n), 0, 0, n)
+    threads = 32 * config.num_warps
+    floor = next_power_of_two(-(-TAIL_ELEMENTS_PER_THREAD * threads // max(1, config.rows)))
+    return row_segments(n, min_segment=max(MIN_SEGMENT, floor))
+
+
 def rule_backward(kind: str, n: int, m: int = 16384) -> BackwardConfig:
     """The backward's configuration by the rule (module text)."""
     p = padded_width(n)
@@ -186,7 +204,7 @@ def register_budget(n: int, warps: int) -> int:
 
 def register_slack(config: "BackwardConfig", n: int) -> float:
     """`register_budget` less `live_values` of a backward configuration at width ``n`` (negative: ptxas spills)."""
-    p = next_power_of_two(n) if config.padded else row_segments(n).padded
+    p = row_layout(config, n).padded
     return register_budget(n, config.num_warps * config.programs_per_sm) - live_values(
         config.rows * p, config.num_warps, config.reload_weight, aligned(n)
     )

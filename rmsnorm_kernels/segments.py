@@ -60,8 +60,10 @@ class Segments(NamedTuple):
 
 
 @functools.lru_cache(maxsize=None)
-def row_segments(n: int, max_segments: int = 3) -> Segments:
-    """N as up to ``max_segments`` power-of-two segments (see the module text); 1 segment = one padded block."""
+def row_segments(n: int, max_segments: int = 3, min_segment: int = MIN_SEGMENT) -> Segments:
+    """N as up to ``max_segments`` power-of-two segments (see the module text); 1 segment = one padded block.
+    A rest narrower than ``min_segment`` (a power of two) becomes one masked segment of that width: a program of
+    many threads should not spread a 256-wide segment one element per thread (`kernel_config.row_layout`)."""
     n = int(n)
     if n < 1:
         raise ValueError(f"a row needs at least one element, got N = {n}")
@@ -69,12 +71,12 @@ def row_segments(n: int, max_segments: int = 3) -> Segments:
     rest = n
     while rest > 0 and len(widths) < max_segments - 1:
         w = 1 << (rest.bit_length() - 1)  # the largest power of two ≤ rest
-        if w < MIN_SEGMENT:
+        if w < min_segment:
             break
         widths.append(w)
         rest -= w
     if rest > 0:
-        widths.append(max(MIN_SEGMENT if widths else 1, next_power_of_two(rest)))
+        widths.append(max(min_segment if widths else 1, next_power_of_two(rest)))
     widths += [0] * (3 - len(widths))
     return Segments(widths[0], widths[1], widths[2], n)
 

@@ -23,11 +23,11 @@ import triton.language as tl
 
 from rmsnorm_kernels import launch_plans
 from rmsnorm_kernels.fast_launch import fast
-from rmsnorm_kernels.kernel_config import ForwardConfig, config_for
+from rmsnorm_kernels.kernel_config import ForwardConfig, config_for, row_layout
 from rmsnorm_kernels.launch_plans import PlanCache
 from rmsnorm_kernels.limits import MAX_N
 from rmsnorm_kernels.poison import new_output
-from rmsnorm_kernels.segments import Segments, load_segment, load_vector, next_power_of_two, row_segments, store_segment
+from rmsnorm_kernels.segments import load_segment, load_vector, store_segment
 from rmsnorm_kernels.triton_mode import arch
 from rmsnorm_kernels.validation import validate_rmsnorm_inputs
 
@@ -108,7 +108,7 @@ def forward_config(m: int, n: int, device) -> ForwardConfig:
 def forward_launch(M: int, N: int, sm_count: int = 0, config: ForwardConfig | None = None) -> dict:
     """The forward's grid: one program per ROWS rows (the SM count plays no part)."""
     config = config or config_for("fwd", N, M)
-    width = next_power_of_two(N) if config.padded else row_segments(N).padded
+    width = row_layout(config, N).padded
     return {
         "programs": -(-M // config.rows),
         "rows_per_program": config.rows,
@@ -172,7 +172,7 @@ def _forward(x, weight, eps, config):
             x2d, w, y2d, rstd, x2d.stride(0), y2d.stride(0), n, eps, CHUNK=config.chunk, num_warps=config.num_warps
         )
     else:
-        segments = Segments(next_power_of_two(n), 0, 0, n) if config.padded else row_segments(n)
+        segments = row_layout(config, n)
         fast(rmsnorm_fwd_rows_kernel)[(-(-m // config.rows),)](
             x2d,
             w,

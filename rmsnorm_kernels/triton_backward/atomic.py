@@ -20,8 +20,8 @@ from rmsnorm_kernels.families import BackwardFamily
 from rmsnorm_kernels.fast_launch import fast
 from rmsnorm_kernels.poison import new_output, new_zeros
 from rmsnorm_kernels.triton_backward.column_sum import allow_dependent_launch
-from rmsnorm_kernels.kernel_config import BackwardConfig, config_for
-from rmsnorm_kernels.triton_backward.dx import backward_config, load_weight_segments, rmsnorm_bwd_rows, row_layout
+from rmsnorm_kernels.kernel_config import BackwardConfig, config_for, row_layout
+from rmsnorm_kernels.triton_backward.dx import backward_config, load_weight_segments, rmsnorm_bwd_rows
 from rmsnorm_kernels.triton_mode import dependent_launch, dependent_launch_options
 
 

@@ -12,14 +12,11 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from rmsnorm_kernels.kernel_config import DEFAULT_ARCH, BackwardConfig, config_for
+from rmsnorm_kernels.kernel_config import DEFAULT_ARCH, BackwardConfig, config_for, row_layout
 from rmsnorm_kernels.limits import SHARED_MEMORY_BUDGET
 from rmsnorm_kernels.segments import (
-    Segments,
     load_segment,
     load_vector,
-    next_power_of_two,
-    row_segments,
     store_segment,
     store_vector,
 )
@@ -109,12 +106,6 @@ def backward_config(kind: str, m: int, n: int, device=None) -> BackwardConfig:
     """The configuration of strategy ``kind`` for [m, n] rows on ``device`` (`rmsnorm_kernels.kernel_config`: the
     tuned table's nearest entry, else the rule)."""
     return config_for(kind, n, m, arch(device) if device is not None else DEFAULT_ARCH)
-
-
-def row_layout(config: BackwardConfig, n: int) -> Segments:
-    """The column segments the kernels are compiled for at row width ``n``: the row's `row_segments`, or one
-    masked power-of-two block for a ``padded`` configuration."""
-    return Segments(next_power_of_two(n), 0, 0, n) if config.padded else row_segments(n)
 
 
 def pipeline_stages(config: BackwardConfig, n: int, element_size: int, programs_per_sm: int | None = None) -> int:

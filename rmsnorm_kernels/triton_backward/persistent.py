@@ -15,7 +15,7 @@ import triton.language as tl
 
 from rmsnorm_kernels.families import BackwardFamily
 from rmsnorm_kernels.fast_launch import fast
-from rmsnorm_kernels.kernel_config import BackwardConfig, config_for
+from rmsnorm_kernels.kernel_config import BackwardConfig, config_for, row_layout
 from rmsnorm_kernels.limits import DEFAULT_SM_COUNT
 from rmsnorm_kernels.poison import new_output
 from rmsnorm_kernels.triton_backward.column_sum import allow_dependent_launch, column_sum
@@ -25,7 +25,6 @@ from rmsnorm_kernels.triton_backward.dx import (
     new_accumulators,
     pipeline_stages,
     rmsnorm_bwd_rows,
-    row_layout,
     store_partial,
 )
 from rmsnorm_kernels.triton_mode import dependent_launch

@@ -140,7 +140,8 @@ def test_workspace_grid_fills_the_device_at_few_rows(m, n):
 
 def test_pipeline_depth_fits_shared_memory():
     from rmsnorm_kernels.limits import SHARED_MEMORY_BUDGET
-    from rmsnorm_kernels.triton_backward.dx import pipeline_stages, row_layout
+    from rmsnorm_kernels.kernel_config import row_layout
+    from rmsnorm_kernels.triton_backward.dx import pipeline_stages
 
     for n in (128, 1000, 4096, 5376, 8192, 11008, 16384, 65536):
         for config in backward_candidates("persistent", n):
