@@ -20,7 +20,9 @@ PLUGIN=examples.cuda_rmsnorm
 PEERS=cuda-naive,cuda-persistent,triton-workspace,triton-persistent,quack,liger
 REPS=${REPS:-5}
 limit() { local s=$1; shift; timeout -s INT --kill-after=20 "$s" "$@"; local rc=$?; [ $rc -eq 124 ] && echo "!!! timed out after ${s}s: $*"; return $rc; }
-bench() { dash bench --plugin $PLUGIN --impl "$PEERS" --pass bwd --reps "$REPS" --warmup 3 --rounds 1 --quiet "$@"; }
+# `timeout` runs programs, not shell functions: what runs under `limit` is spelled out as a command
+DASH=(python3 -m rmsnorm_dash)
+BENCH=("${DASH[@]}" bench --plugin $PLUGIN --impl "$PEERS" --pass bwd --reps "$REPS" --warmup 3 --rounds 1 --quiet)
 
 phases=("$@")
 [ ${#phases[@]} -eq 0 ] && phases=(env smoke check occupancy bench-bf16 bench-fp16 bench-big profile table)
@@ -75,7 +77,7 @@ for name in ("cuda-naive", "cuda-persistent"):
 EOF
       ;;
     check)  # the fp64 check: the models widths at M = 4099, odd widths, odd M; fp32 and N % 8 != 0 skipped
-      limit 300 dash check --plugin $PLUGIN --impl cuda-naive --impl cuda-persistent --dtype bfloat16 --dtype float16 \
+      limit 300 "${DASH[@]}" check --plugin $PLUGIN --impl cuda-naive --impl cuda-persistent --dtype bfloat16 --dtype float16 \
         --dtype float32 --preset-widths --shape 4x8 --shape 1000x1 --shape 257x8192 --shape 32x65536 \
         --shape 1023x5000 --shape 20011x4096 --shape 8195x16384 --shape 515x1032 --shape 70x6152 --shape 33x16376 --shape 9x24 2>&1 | tee "$OUT/cuda_check.txt" | tail -40
       ;;
@@ -94,11 +96,11 @@ for dtype in ("bfloat16", "float16"):
 json.dump(doc, open(os.path.join(os.environ["OUT"], "cuda_occupancy.json"), "w"), indent=1)
 EOF
       ;;
-    bench-bf16) limit 300 bench --dtype bf16 --preset models --out "$OUT/cuda-bwd-bf16.json" 2>&1 | tail -30 ;;
-    bench-fp16) limit 300 bench --dtype fp16 --preset models --out "$OUT/cuda-bwd-fp16.json" 2>&1 | tail -30 ;;
-    bench-big) limit 120 bench --dtype bf16,fp16 --m 8192 --n 16384 --out "$OUT/cuda-bwd-8192x16384.json" 2>&1 | tail -20 ;;
+    bench-bf16) limit 300 "${BENCH[@]}" --dtype bf16 --preset models --out "$OUT/cuda-bwd-bf16.json" 2>&1 | tail -30 ;;
+    bench-fp16) limit 300 "${BENCH[@]}" --dtype fp16 --preset models --out "$OUT/cuda-bwd-fp16.json" 2>&1 | tail -30 ;;
+    bench-big) limit 120 "${BENCH[@]}" --dtype bf16,fp16 --m 8192 --n 16384 --out "$OUT/cuda-bwd-8192x16384.json" 2>&1 | tail -20 ;;
     profile)  # the kernel breakdown of the two persistent backwards and the naive chain at two widths
-      limit 180 dash bench --plugin $PLUGIN --impl cuda-naive,cuda-persistent,triton-persistent --pass bwd --dtype bf16 \
+      limit 180 "${DASH[@]}" bench --plugin $PLUGIN --impl cuda-naive,cuda-persistent,triton-persistent --pass bwd --dtype bf16 \
         --m 16384,65536 --n 4096,8192 --reps "$REPS" --warmup 3 --profile --quiet --out "$OUT/cuda-profile.json" 2>&1 | tail -20
       ;;
     table) python3 bench/cuda_plugins_table.py "$OUT"/cuda-bwd-*.json --profile "$OUT/cuda-profile.json" | tee "$OUT/cuda_plugins_table.md" ;;
