@@ -39,7 +39,7 @@ import os
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
-from rmsnorm_kernels.segments import MIN_SEGMENT, Segments, next_power_of_two, row_segments
+from rmsnorm_kernels.segments import MIN_SEGMENT, Segments, next_power_of_two, row_alignment, row_segments
 
 CONFIG_DIR = Path(__file__).with_name("configs")
 TABLE_ENV = "RMSNORM_CONFIG_TABLE"
@@ -133,15 +133,17 @@ copy ceiling at 8448 = 8192 + 256 beside 94 % at 8704 = 8192 + 512 (6400 = 4096 
 62 %). Such a tail is padded instead (8448 → 8192 + [256 → 512], masked)."""
 
 
-def row_layout(config, n: int) -> Segments:
+def row_layout(config, n: int, strides=(), element_size: int = 2) -> Segments:
     """The column segments a kernel is compiled for at row width ``n`` with ``config`` (forward or backward): one
     masked power-of-two block for a ``padded`` configuration, else the row's segments with no tail narrower than
-    `TAIL_ELEMENTS_PER_THREAD` elements per thread."""
+    `TAIL_ELEMENTS_PER_THREAD` elements per thread; with the rows' alignment (`segments.row_alignment` of ``n``
+    and the tensors' row ``strides``) where a launch gives them."""
+    align = row_alignment(n, strides, element_size) if strides else 1
     if config.padded:
-        return Segments(next_power_of_two(n), 0, 0, n)
+        return Segments(next_power_of_two(n), 0, 0, n, align)
     threads = 32 * config.num_warps
     floor = next_power_of_two(-(-TAIL_ELEMENTS_PER_THREAD * threads // max(1, config.rows)))
-    return row_segments(n, min_segment=max(MIN_SEGMENT, floor))
+    return row_segments(n, min_segment=max(MIN_SEGMENT, floor))._replace(align=align)
 
 
 def rule_backward(kind: str, n: int, m: int = 16384) -> BackwardConfig:

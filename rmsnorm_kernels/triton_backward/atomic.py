@@ -128,7 +128,7 @@ def atomic_backward(dy2d, x2d, weight, rstd, *, config: BackwardConfig | None = 
         ROWS=config.rows,
         USE_PDL=pdl,
         num_warps=config.num_warps,
-        ROW=row_layout(config, n).layout(),
+        ROW=row_layout(config, n, (x2d.stride(0), dy2d.stride(0), dx.stride(0)), x2d.element_size()).layout(),
     )
     fast(drain_kernel)[(-(-n // DRAIN_BLOCK),)](
         acc, dw, n, BLOCK=DRAIN_BLOCK, USE_PDL=pdl, num_warps=4, **dependent_launch_options(pdl)

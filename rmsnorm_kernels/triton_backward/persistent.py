@@ -128,6 +128,6 @@ def persistent_backward(
         RELOAD_W=config.reload_weight,
         USE_PDL=pdl,
         num_warps=config.num_warps,
-        ROW=row_layout(config, n).layout(),
+        ROW=row_layout(config, n, (x2d.stride(0), dy2d.stride(0), dx.stride(0)), x2d.element_size()).layout(),
     )
     return dx, column_sum(partial, weight.dtype, pdl=pdl)

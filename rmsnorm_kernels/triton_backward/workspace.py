@@ -121,6 +121,6 @@ def workspace_backward(dy2d, x2d, weight, rstd, *, config: BackwardConfig | None
         NUM_STAGES=pipeline_stages(config, n, x2d.element_size()),
         USE_PDL=pdl,
         num_warps=config.num_warps,
-        ROW=row_layout(config, n).layout(),
+        ROW=row_layout(config, n, (x2d.stride(0), dy2d.stride(0), dx.stride(0)), x2d.element_size()).layout(),
     )
     return dx, column_sum(partial, weight.dtype, pdl=pdl)
