@@ -194,3 +194,18 @@ def test_dependent_launch_only_on_hopper_cuda(monkeypatch):
     assert triton_mode.dependent_launch("cuda:1") is False
     monkeypatch.setenv("RMSNORM_PDL", "0")
     assert triton_mode.dependent_launch("cuda:0") is False
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_rows_whose_stride_is_less_aligned_than_their_width(name):
+    """300 bf16 elements are a multiple of 4, a row stride of 302 only of 2: the alignment the kernels promise the
+    compiler (`segments.row_alignment`) must come from the strides too, or every row after the first is read from
+    the wrong place (x and dy both strided: a 2-aligned view into wider buffers)."""
+    base_x, w, _ = random_inputs((23, 302), torch.bfloat16)
+    base_dy = torch.randn_like(base_x)
+    x, dy, w = base_x[:, :300], base_dy[:, :300], w[:300].contiguous()
+    assert x.stride(0) == 302 and not x.is_contiguous()
+    _, x2d, rstd = rmsnorm_forward(x, w, 1e-6)
+    with poisoned_outputs():
+        dx, dw = STRATEGIES[name](dy, x2d, w, rstd)
+    assert_backward_correct(dx, dw, x, w, dy)

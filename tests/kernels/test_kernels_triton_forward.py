@@ -6,7 +6,7 @@ from kernel_inputs import DTYPES, ODD_N, random_inputs
 
 from rmsnorm_kernels.poison import poisoned_outputs
 from rmsnorm_kernels.reference import relative_error, rmsnorm_reference, tolerance_for
-from rmsnorm_kernels.segments import row_segments
+from rmsnorm_kernels.segments import row_alignment, row_segments
 from rmsnorm_kernels.kernel_config import ForwardConfig, forward_candidates
 from rmsnorm_kernels.triton_forward import rmsnorm_forward, rmsnorm_fwd_rows_kernel
 
@@ -41,6 +41,27 @@ def test_forward_non_contiguous_input():
     check_forward(strided_rows, w[:300].contiguous())
     transposed = torch.randn(300, 12).t()  # column stride 12: copied to rows
     check_forward(transposed, torch.randn(300))
+
+
+@pytest.mark.parametrize("config", [None, ForwardConfig("chunked", chunk=128, num_warps=4)], ids=["rows", "chunked"])
+def test_forward_rows_whose_stride_is_less_aligned_than_their_width(config):
+    """Rows of 300 (a multiple of 4) at a stride of 302 (of 2): the alignment promised to the compiler
+    (`segments.row_alignment`) comes from the strides as well as N, or rows after the first are misread."""
+    base, w, _ = random_inputs((11, 302), torch.bfloat16)
+    x, w = base[:, :300], w[:300].contiguous()
+    assert row_alignment(300, (300,)) == 4 and row_alignment(300, (302, 300)) == 2
+    with poisoned_outputs():
+        y, _, rstd = rmsnorm_forward(x, w, 1e-6, config=config)
+    y_ref, rstd_ref = rmsnorm_reference(x, w, 1e-6)
+    assert relative_error(y, y_ref) <= tolerance_for(x.dtype)
+    assert relative_error(rstd, rstd_ref.reshape(-1)) <= 1e-6
+
+
+def test_row_alignment():
+    """The largest power of two up to a 16-byte vector dividing N and every stride."""
+    assert [row_alignment(n, (n,)) for n in (8298, 8450, 8200, 4096, 5299, 12)] == [2, 2, 8, 8, 1, 4]
+    assert row_alignment(4096, (4096,), element_size=4) == 4 and row_alignment(4096, (4100,)) == 4
+    assert row_alignment(8298, ()) == 2 and row_alignment(7, (0,)) == 1
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
