@@ -67,13 +67,15 @@ from 5299 to 14155). The grid's unaligned widths lie at most 0.6 octave apart.""
 class ForwardConfig:
     """``kernel``: "rows" (ROWS whole rows per program, held in registers) or "chunked" (one row per program
     in CHUNK-wide pieces, two passes, the second from L2). ``padded``: the row as one masked power-of-two block
-    instead of its segments."""
+    instead of its segments; ``wide_tail``: no segment after the first narrower than `TAIL_ELEMENTS_PER_THREAD`
+    elements per thread (`row_layout`)."""
 
     kernel: str = "rows"
     rows: int = 1
     num_warps: int = 8
     chunk: int = 0
     padded: bool = False
+    wide_tail: bool = False
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,8 @@ class BackwardConfig:
     """One program's view of the backward: ``rows`` rows at a time, ``num_warps`` warps, ``stages`` loads in
     flight (software pipelining); ``programs_per_sm`` (k) for the persistent grid; ``rows_per_program`` for
     the workspace's runs of rows (0: the rule's); ``reload_weight``: load γ for every tile instead of keeping
-    it in registers (wide rows); ``padded``: the row as one masked power-of-two block."""
+    it in registers (wide rows); ``padded``: the row as one masked power-of-two block; ``wide_tail``: as the
+    forward's."""
 
     rows: int = 1
     num_warps: int = 8
@@ -90,6 +93,7 @@ class BackwardConfig:
     rows_per_program: int = 0
     reload_weight: bool = False
     padded: bool = False
+    wide_tail: bool = False
 
 
 def config_class(kind: str):
@@ -127,23 +131,26 @@ def padded_width(n: int) -> int:
 
 
 TAIL_ELEMENTS_PER_THREAD = 2
-"""A segment after the first spans at least this many elements per thread of the program (per row of its tile):
-a 256-wide tail over 8 warps left one element per thread, and the H100 ran the persistent backward at 81 % of the
-copy ceiling at 8448 = 8192 + 256 beside 94 % at 8704 = 8192 + 512 (6400 = 4096 + 2048 + 256 over 16 warps:
-62 %). Such a tail is padded instead (8448 → 8192 + [256 → 512], masked)."""
+"""With ``wide_tail``, a segment after the first spans at least this many elements per thread of the program (per
+row of its tile), the narrower rest padded and masked (8448 over 8 warps: 8192 + [256 → 512]). A candidate the tuner
+tries where it changes the layout: the H100 ran the persistent backward at 81 % of the copy ceiling at 8448 =
+8192 + 256 over 8 warps (one element per thread in the tail) beside 94 % at 8704 = 8192 + 512, but at 95.6 % at
+12544 = 8192 + 4096 + 256 with the same tail (docs/NOTES.md, nineteenth session)."""
 
 
 def row_layout(config, n: int, strides=(), element_size: int = 2) -> Segments:
     """The column segments a kernel is compiled for at row width ``n`` with ``config`` (forward or backward): one
-    masked power-of-two block for a ``padded`` configuration, else the row's segments with no tail narrower than
-    `TAIL_ELEMENTS_PER_THREAD` elements per thread; with the rows' alignment (`segments.row_alignment` of ``n``
+    masked power-of-two block for a ``padded`` configuration, else the row's segments (with ``wide_tail``, none after
+    the first narrower than `TAIL_ELEMENTS_PER_THREAD` elements per thread); with the rows' alignment (`segments.row_alignment` of ``n``
     and the tensors' row ``strides``) where a launch gives them."""
     align = row_alignment(n, strides, element_size) if strides else 1
     if config.padded:
         return Segments(next_power_of_two(n), 0, 0, n, align)
-    threads = 32 * config.num_warps
-    floor = next_power_of_two(-(-TAIL_ELEMENTS_PER_THREAD * threads // max(1, config.rows)))
-    return row_segments(n, min_segment=max(MIN_SEGMENT, floor))._replace(align=align)
+    floor = MIN_SEGMENT
+    if config.wide_tail:
+        threads = 32 * config.num_warps
+        floor = max(floor, next_power_of_two(-(-TAIL_ELEMENTS_PER_THREAD * threads // max(1, config.rows))))
+    return row_segments(n, min_segment=floor)._replace(align=align)
 
 
 def rule_backward(kind: str, n: int, m: int = 16384) -> BackwardConfig:
@@ -279,7 +286,13 @@ def backward_candidates(kind: str, n: int, m: int = 16384) -> list[BackwardConfi
         out.append(replace(base, padded=True))
     if base not in out:
         out.insert(0, base)
-    return list(dict.fromkeys(out))
+    return list(dict.fromkeys(out + wide_tail_variants(out, n)))
+
+
+def wide_tail_variants(configs, n: int) -> list:
+    """``wide_tail`` twins of the candidates whose layout it changes (a tail under two elements per thread)."""
+    twins = [replace(c, wide_tail=True) for c in configs if not c.padded and getattr(c, "kernel", "rows") == "rows"]
+    return [t for t in twins if row_layout(t, n) != row_layout(replace(t, wide_tail=False), n)]
 
 
 CHUNKS = (512, 1024, 2048, 4096)
@@ -302,7 +315,7 @@ def forward_candidates(n: int, m: int = 16384) -> list[ForwardConfig]:
         for chunk in CHUNKS:
             if chunk < n and (-(-n // chunk) * chunk - n) <= n / 16:
                 out += [ForwardConfig("chunked", chunk=chunk, num_warps=w) for w in (4, 8)]
-    return list(dict.fromkeys(out))
+    return list(dict.fromkeys(out + wide_tail_variants(out, n)))
 
 
 def candidates(kind: str, n: int, m: int = 16384) -> list:
@@ -336,8 +349,7 @@ class ConfigTable:
         `layout_class` within `CLASS_WINDOW` octaves, else the nearest aligned alike within `ALIGNMENT_WINDOW`,
         else the nearest width; then the nearest row count. A backward
         configuration that would hold more than a thread's registers at ``n`` than at the width it was measured at
-        (`register_slack`: more segments, a masked one, scalar loads) is passed over for the next. None when no
-        entry fits."""
+        (`register_slack`: more segments, a masked one, scalar loads) is passed over for the next. None when no entry fits."""
         rows = self.entries.get(kind)
         if not rows:
             return None

@@ -2,6 +2,7 @@
 (with the register guard), the run header's description — on fresh random widths, not only the tuned ones."""
 
 import json
+from dataclasses import replace
 import math
 import random
 
@@ -181,3 +182,18 @@ def test_the_shipped_table_reads_and_covers_every_kind():
         for n in random_widths(4):  # elsewhere: a measured neighbour, else the rule
             found = t.lookup(kind, n, 4096)
             assert kc.config_for(kind, n, 4096) == (found if found is not None else kc.rule(kind, n, 4096))
+
+
+def test_wide_tail_pads_a_thin_last_segment_and_is_a_candidate_only_where_it_changes_the_layout():
+    """8448 = 8192 + 256 over 8 warps leaves one element per thread in the tail; with ``wide_tail`` the tail is 512
+    wide, masked (two per thread). The tuner tries the twin where, and only where, the layout differs."""
+    thin = BackwardConfig(rows=1, num_warps=8)
+    wide = BackwardConfig(rows=1, num_warps=8, wide_tail=True)
+    assert kc.row_layout(thin, 8448).widths == (8192, 256) and kc.row_layout(thin, 8448).masks == (False,) * 3
+    assert kc.row_layout(wide, 8448).widths == (8192, 512) and kc.row_layout(wide, 8448).masks[1]
+    assert kc.row_layout(wide, 8704) == kc.row_layout(thin, 8704)  # a 512 tail: two per thread already
+    assert kc.row_layout(BackwardConfig(rows=2, num_warps=8, wide_tail=True), 8448).widths == (8192, 256)
+    twins = [c for c in kc.candidates("persistent", 8448) if c.wide_tail]
+    assert twins and all(kc.row_layout(c, 8448) != kc.row_layout(replace(c, wide_tail=False), 8448) for c in twins)
+    assert not any(c.wide_tail for c in kc.candidates("persistent", 8192))
+    assert kc.config_from_dict("persistent", {"rows": 1, "num_warps": 8}).wide_tail is False  # older tables read
