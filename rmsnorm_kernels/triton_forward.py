@@ -169,34 +169,15 @@ def _forward(x, weight, eps, config):
     config = config or forward_config(m, n, x.device)
     y2d = new_output((m, n), x.dtype, x.device)
     rstd = new_output((m,), torch.float32, x.device)
+    strides = (x2d.stride(0), y2d.stride(0))
     if config.kernel == "chunked":
+        align = row_alignment(n, strides, x2d.element_size())
         fast(rmsnorm_fwd_chunked_kernel)[(m,)](
-            x2d,
-            w,
-            y2d,
-            rstd,
-            x2d.stride(0),
-            y2d.stride(0),
-            n,
-            eps,
-            CHUNK=config.chunk,
-            ALIGN=row_alignment(n, (x2d.stride(0), y2d.stride(0)), x2d.element_size()),
-            num_warps=config.num_warps,
+            x2d, w, y2d, rstd, *strides, n, eps, CHUNK=config.chunk, ALIGN=align, num_warps=config.num_warps
         )
     else:
-        segments = row_layout(config, n, (x2d.stride(0), y2d.stride(0)), x2d.element_size())
+        layout = row_layout(config, n, strides, x2d.element_size()).layout()
         fast(rmsnorm_fwd_rows_kernel)[(-(-m // config.rows),)](
-            x2d,
-            w,
-            y2d,
-            rstd,
-            m,
-            x2d.stride(0),
-            y2d.stride(0),
-            n,
-            eps,
-            ROWS=config.rows,
-            num_warps=config.num_warps,
-            ROW=segments.layout(),
+            x2d, w, y2d, rstd, m, *strides, n, eps, ROWS=config.rows, ROW=layout, num_warps=config.num_warps
         )
     return (y2d if x.dim() == 2 else y2d.view(x.shape)), x2d, rstd
