@@ -132,10 +132,9 @@ def padded_width(n: int) -> int:
 
 TAIL_ELEMENTS_PER_THREAD = 2
 """With ``wide_tail``, a segment after the first spans at least this many elements per thread of the program (per
-row of its tile), the narrower rest padded and masked (8448 over 8 warps: 8192 + [256 → 512]). A candidate the tuner
-tries where it changes the layout: the H100 ran the persistent backward at 81 % of the copy ceiling at 8448 =
-8192 + 256 over 8 warps (one element per thread in the tail) beside 94 % at 8704 = 8192 + 512, but at 95.6 % at
-12544 = 8192 + 4096 + 256 with the same tail (docs/NOTES.md, nineteenth session)."""
+row of its tile), the narrower rest padded and masked (8448 over 8 warps: 8192 + [256 → 512]): two bf16 elements
+are the 4 bytes cp.async needs (`fitted`). A candidate of the tuner; the pipelined backwards get it at widths whose
+borrowed configuration would leave a thinner tail."""
 
 
 def row_layout(config, n: int, strides=(), element_size: int = 2) -> Segments:
@@ -429,7 +428,25 @@ def config_for(kind: str, n: int, m: int, arch: str = DEFAULT_ARCH):
     """The configuration a kernel of ``kind`` launches with for an [m, n] problem on ``arch``."""
     table = table_for(arch)
     found = table.lookup(kind, n, m) if table is not None else None
-    return found if found is not None else rule(kind, n, m)
+    return fitted(kind, found if found is not None else rule(kind, n, m), n)
+
+
+PIPELINED_KINDS = ("persistent", "workspace")
+
+
+@functools.lru_cache(maxsize=4096)
+def fitted(kind: str, config, n: int):
+    """``config`` as it should run at width ``n``: a pipelined backward (its x and dy tiles fetched ahead with
+    cp.async, which moves 4, 8 or 16 bytes) whose last segment would hold under two elements per thread gets
+    ``wide_tail``. Otherwise that segment is loaded 2 bytes at a time, synchronously, inside the pipelined loop, every
+    tile (the PTX for sm_90 at 8448 = 8192 + 256 over 8 warps: the tail's x and dy as ``ld.global.b16``, the rest
+    ``cp.async``): the H100 ran 8448, 8960, 9472, 10496 and 12544 on such borrowed configurations at 81, 81, 84, 91
+    and 96 % of the copy ceiling, the wait paid less as the pipelined part of the row grows. The tuner measures
+    configurations as given (no tuned width's own configuration has such a tail)."""
+    if kind not in PIPELINED_KINDS or config.stages < 2 or config.padded or config.wide_tail or n % 2:
+        return config
+    wide = replace(config, wide_tail=True)
+    return wide if row_layout(wide, n) != row_layout(config, n) else config
 
 
 def describe(arch: str = DEFAULT_ARCH) -> dict:

@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from engine.presets import get_preset
 from rmsnorm_kernels import kernel_config as kc
 from rmsnorm_kernels.kernel_config import BackwardConfig, ForwardConfig
 
@@ -197,3 +198,23 @@ def test_wide_tail_pads_a_thin_last_segment_and_is_a_candidate_only_where_it_cha
     assert twins and all(kc.row_layout(c, 8448) != kc.row_layout(replace(c, wide_tail=False), 8448) for c in twins)
     assert not any(c.wide_tail for c in kc.candidates("persistent", 8192))
     assert kc.config_from_dict("persistent", {"rows": 1, "num_warps": 8}).wide_tail is False  # older tables read
+
+
+def test_pipelined_backwards_get_a_wide_tail_where_a_borrowed_configuration_leaves_a_thin_one():
+    """cp.async moves 4 bytes or more: a last segment of one bf16 per thread would be loaded synchronously inside the
+    pipelined loop (8448 = 8192 + 256 over 8 warps ran at 81 % on the H100, 8704 = 8192 + 512 at 94 %). `config_for`
+    widens it for the persistent and workspace backwards; not for the atomic one (no pipeline), a configuration
+    without a pipeline (stages 1), rows of odd width (2-byte loads throughout) or a tail already two per thread."""
+    thin = BackwardConfig(rows=1, num_warps=8)
+    assert kc.fitted("persistent", thin, 8448) == replace(thin, wide_tail=True)
+    assert kc.fitted("workspace", thin, 8448).wide_tail
+    assert kc.fitted("atomic", thin, 8448) == thin
+    assert kc.fitted("persistent", replace(thin, stages=1), 8448) == replace(thin, stages=1)
+    assert kc.fitted("persistent", thin, 8449) == thin
+    assert kc.fitted("persistent", thin, 8704) == thin and kc.fitted("persistent", thin, 8192) == thin
+    t, doc = table({"persistent": [(8192, 16384, thin)]})
+    assert t.lookup("persistent", 8448, 16384) == thin  # the table answers as measured; config_for fits it
+    for n in get_preset("widths")["N"]:  # whatever the shipped table says: no thin tail reaches a pipelined launch
+        for kind in kc.PIPELINED_KINDS:
+            c = kc.config_for(kind, n, 16384)
+            assert c.stages < 2 or c.padded or kc.row_layout(replace(c, wide_tail=True), n) == kc.row_layout(c, n)
