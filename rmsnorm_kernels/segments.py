@@ -64,7 +64,7 @@ class Segments(NamedTuple):
 
 def row_alignment(n: int, strides=(), element_size: int = 2) -> int:
     """The largest power of two, up to one 16-byte vector of elements, that divides N and every row stride: what
-    the kernels promise the compiler (`tl.multiple_of`). Triton's launcher only tells it about integers divisible
+    the kernels promise the compiler (`known_multiple`). Triton's launcher only tells it about integers divisible
     by 16, so rows of 8298 elements (4-byte aligned) were loaded one 2-byte element at a time."""
     g = math.gcd(int(n), *(int(s) for s in strides))
     return min(g & -g, max(1, 16 // element_size)) if g else 1
