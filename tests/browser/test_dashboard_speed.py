@@ -2,7 +2,8 @@
 on it, so the time to the first chart (a fresh browser context: nothing cached) is measured against a reference
 page's (the same plotly bundle from the service, one small chart drawn) in the same browser, interleaved, medians of a
 few tries. Also what makes it fast, each checked directly: plotly's
-basic bundle, compressed; every module fetched at once (modulepreload); the charts say they are loading instead of
+basic bundle, compressed; every module fetched at once (modulepreload); the first GETs preloaded by the HTML, each
+asked for once; the charts say they are loading instead of
 drawing empty axes under "No results yet"."""
 
 import statistics
@@ -138,6 +139,11 @@ def test_first_charts_come_quickly(browser, server, guard, capsys):
     first_done = min(r["end"] for r in modules)
     late = [r["name"].rsplit("/static/js/", 1)[1] for r in modules if r["start"] > first_done]
     assert not late, f"modules requested only after another arrived: {late}"
+    # The page's first GETs asked for by the HTML (preload), before any module has arrived, each once: the page's
+    # own fetch takes the preloaded answer instead of asking again.
+    for path in ("/api/health", "/api/implementations", "/api/presets", "/api/runs"):
+        hits = [r for r in resources if urlparse(r["name"]).path == path]
+        assert len(hits) == 1 and hits[0]["start"] < first_done, (path, hits, first_done)
     assert chart / reference < MAX_RATIO, (
         f"first chart {chart:.2f} s is {chart / reference:.1f}x the reference page's {reference:.2f} s"
     )
