@@ -21,7 +21,7 @@ from rmsnorm_kernels.fast_launch import fast
 from rmsnorm_kernels.poison import new_output, new_zeros
 from rmsnorm_kernels.triton_backward.column_sum import allow_dependent_launch
 from rmsnorm_kernels.kernel_config import BackwardConfig, config_for, row_layout
-from rmsnorm_kernels.triton_backward.dx import backward_config, load_weight_segments, rmsnorm_bwd_rows
+from rmsnorm_kernels.triton_backward.dx import backward_config, load_weight_segments, rmsnorm_bwd_rows, launch_layout
 from rmsnorm_kernels.triton_mode import dependent_launch, dependent_launch_options
 
 
@@ -128,7 +128,7 @@ def atomic_backward(dy2d, x2d, weight, rstd, *, config: BackwardConfig | None = 
         ROWS=config.rows,
         USE_PDL=pdl,
         num_warps=config.num_warps,
-        ROW=row_layout(config, n, (x2d.stride(0), dy2d.stride(0), dx.stride(0)), x2d.element_size()).layout(),
+        ROW=launch_layout(config, x2d, dy2d, dx),
     )
     fast(drain_kernel)[(-(-n // DRAIN_BLOCK),)](
         acc, dw, n, BLOCK=DRAIN_BLOCK, USE_PDL=pdl, num_warps=4, **dependent_launch_options(pdl)

@@ -108,6 +108,13 @@ def backward_config(kind: str, m: int, n: int, device=None) -> BackwardConfig:
     return config_for(kind, n, m, arch(device) if device is not None else DEFAULT_ARCH)
 
 
+def launch_layout(config: BackwardConfig, x2d, dy2d, dx) -> tuple:
+    """The constexpr ``ROW`` a backward launches with: `row_layout` of the row width and the rows' alignment in x,
+    dy and dx (`segments.row_alignment`)."""
+    strides = (x2d.stride(0), dy2d.stride(0), dx.stride(0))
+    return row_layout(config, x2d.shape[1], strides, x2d.element_size()).layout()
+
+
 def pipeline_stages(config: BackwardConfig, n: int, element_size: int, programs_per_sm: int | None = None) -> int:
     """The deepest pipeline (≤ ``config.stages``) whose buffers of x and dy tiles fit the shared-memory budget
     (each stage holds one tile of both; measured: +32 KB per stage for 2 × 4096 bf16)."""

@@ -20,6 +20,7 @@ from rmsnorm_kernels.limits import DEFAULT_SM_COUNT
 from rmsnorm_kernels.poison import new_output
 from rmsnorm_kernels.triton_backward.column_sum import allow_dependent_launch, column_sum
 from rmsnorm_kernels.triton_backward.dx import (
+    launch_layout,
     backward_config,
     load_weight_segments,
     new_accumulators,
@@ -128,6 +129,6 @@ def persistent_backward(
         RELOAD_W=config.reload_weight,
         USE_PDL=pdl,
         num_warps=config.num_warps,
-        ROW=row_layout(config, n, (x2d.stride(0), dy2d.stride(0), dx.stride(0)), x2d.element_size()).layout(),
+        ROW=launch_layout(config, x2d, dy2d, dx),
     )
     return dx, column_sum(partial, weight.dtype, pdl=pdl)

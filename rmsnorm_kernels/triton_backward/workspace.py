@@ -18,6 +18,7 @@ from rmsnorm_kernels.poison import new_output
 from rmsnorm_kernels.triton_backward.column_sum import allow_dependent_launch, column_sum
 from rmsnorm_kernels.kernel_config import BackwardConfig, config_for, row_layout
 from rmsnorm_kernels.triton_backward.dx import (
+    launch_layout,
     backward_config,
     load_weight_segments,
     new_accumulators,
@@ -121,6 +122,6 @@ def workspace_backward(dy2d, x2d, weight, rstd, *, config: BackwardConfig | None
         NUM_STAGES=pipeline_stages(config, n, x2d.element_size()),
         USE_PDL=pdl,
         num_warps=config.num_warps,
-        ROW=row_layout(config, n, (x2d.stride(0), dy2d.stride(0), dx.stride(0)), x2d.element_size()).layout(),
+        ROW=launch_layout(config, x2d, dy2d, dx),
     )
     return dx, column_sum(partial, weight.dtype, pdl=pdl)
