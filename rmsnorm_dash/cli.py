@@ -56,7 +56,7 @@ def _load_registry(parser: argparse.ArgumentParser, args: argparse.Namespace):
         parser.error(str(exc))
 
 
-from rmsnorm_dash.result_files import _wide_console, cmd_compare, cmd_plot, cmd_table  # noqa: E402  (file-reading commands)
+from rmsnorm_dash.result_files import _wide_console, cmd_compare, cmd_merge, cmd_plot, cmd_table  # noqa: E402  (file-reading commands)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -176,6 +176,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", action="store_true", help="Markdown instead of a terminal table")
     p.add_argument("--dtype", type=_csv, help="only these dtypes (torch spelling), comma-separated")
     p.set_defaults(handler=cmd_table, subparser=p)
+
+    p = sub.add_parser(
+        "merge", help="one result file from a sweep measured in several launches (a cut-short run, resumed)"
+    )
+    p.add_argument(
+        "files", type=Path, nargs="+", metavar="FILE", help="result files (JSON) of the same GPU, commit and table"
+    )
+    p.add_argument("--out", type=Path, required=True, help="the merged result file")
+    p.set_defaults(handler=cmd_merge, subparser=p)
 
     p = sub.add_parser("serve", help="serve the dashboard and the API (needs the web extra)")
     p.add_argument("--host", default="127.0.0.1")

@@ -1,4 +1,4 @@
-"""The commands of ``rmsnorm-dash`` that read result files: ``table``, ``compare`` and ``plot`` (the parser
+"""The commands of ``rmsnorm-dash`` that read result files: ``table``, ``compare``, ``plot`` and ``merge`` (the parser
 that dispatches to them is rmsnorm_dash.cli). Each gets its subparser, so errors name the subcommand."""
 
 from __future__ import annotations
@@ -67,4 +67,17 @@ def cmd_plot(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         print(f"wrote {write_plot_html(run, out)}")
     except PlotlyUnavailable as exc:
         parser.error(str(exc))
+    return 0
+
+
+def cmd_merge(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from engine.merge import merge_runs
+
+    try:
+        merged = merge_runs([_read_run_file(parser, path) for path in args.files])
+    except ValueError as exc:
+        parser.error(str(exc))
+    args.out.write_text(merged.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    s = merged.summary
+    print(f"wrote {args.out}: {s['rows']} rows ({s['ok']} ok), {'complete' if s['complete'] else 'incomplete'}")
     return 0

@@ -6,8 +6,8 @@ A kernel's choices (tile rows, warps, programs per SM, pipeline stages, which fo
 1. the table of the GPU's architecture (``configs/sm90.json`` serves H100 and H200; ``RMSNORM_CONFIG_TABLE``
    names another file), read by **nearest neighbour**: the tuned width nearest N on a log scale among those of
    the same layout class (`layout_class`: how many power-of-two segments the row has, whether the last is masked,
-   whether rows start 16-byte aligned) within `CLASS_WINDOW` octaves, else of the same alignment within
-   `ALIGNMENT_WINDOW`, else among all; then the tuned row count nearest M. Every configuration is valid at every
+   how many elements the rows' starts are aligned to) within `CLASS_WINDOW` octaves, else of the same alignment
+   within `ALIGNMENT_WINDOW`, else aligned or not alike within it, else among all; then the tuned row count nearest M. Every configuration is valid at every
    width (the row layout comes from N itself, `rmsnorm_kernels.segments.row_segments`), so a width nobody measured
    gets a measured neighbour's choice, never an untested fallback — unless that choice would hold more than a
    thread's registers here than at its own width (more segments, a masked one, scalar loads: `register_slack`), when
@@ -192,30 +192,33 @@ def live_values(tile: int, warps: int, reload_weight: bool, vector_loads: bool =
     return tile / (32 * warps) * ((3 if reload_weight else 4) + (0 if vector_loads else 4))
 
 
-def layout_class(n: int) -> tuple[int, bool, bool]:
+def layout_class(n: int) -> tuple[int, bool, int]:
     """What decides whether one width's configuration suits another besides their distance: the row's number of
-    segments, whether the last is masked, whether rows are aligned (`aligned`). 3840 (three segments, one masked)
-    took 4096's winner (one segment) and ran at 54 % of the copy ceiling beside 4096's 90 %."""
+    segments, whether the last is masked, and the elements its rows are aligned to (`segments.row_alignment`: 8 for
+    16-byte vectors, 4 or 2 for even widths that are not, loaded 8 or 4 bytes at a time, 1 for odd ones, loaded
+    element by element). 3840 (three segments, one masked) took 4096's winner (one segment) and ran at 54 % of the
+    copy ceiling beside 4096's 90 %."""
     layout = row_segments(n)
-    return len(layout.widths), any(layout.masks), aligned(n)
+    return len(layout.widths), any(layout.masks), row_alignment(n)
 
 
-def register_budget(n: int, warps: int) -> int:
+def register_budget(n: int, warps: int, layout: Segments | None = None) -> int:
     """Registers a thread may give those values before ptxas spills: 64 K per SM over the program's threads (at most
     255), less what addresses, masks and row indices take — 32, +16 per extra segment, +16 for a masked one
     (calibrated on ptxas's reports for sm_90: 5376 at 8 warps holds 168 values in 240 registers, 11008 spilled
-    16 B at 176, 1792 × 8 rows at 16 warps spilled 128 B at 84)."""
-    layout = row_segments(n)
+    16 B at 176, 1792 × 8 rows at 16 warps spilled 128 B at 84). ``layout``: the row's segments if not
+    `row_segments` (a ``wide_tail`` configuration's)."""
+    layout = layout or row_segments(n)
     overhead = 32 + 16 * (len(layout.widths) - 1) + (16 if any(layout.masks) else 0)
     return min(255, 65536 // (32 * warps)) - overhead
 
 
 def register_slack(config: "BackwardConfig", n: int) -> float:
     """`register_budget` less `live_values` of a backward configuration at width ``n`` (negative: ptxas spills)."""
-    p = row_layout(config, n).padded
-    return register_budget(n, config.num_warps * config.programs_per_sm) - live_values(
-        config.rows * p, config.num_warps, config.reload_weight, aligned(n)
-    )
+    layout = row_layout(config, n)
+    # a padded block keeps the budget of the row's own segments, which the model was calibrated with
+    budget = register_budget(n, config.num_warps * config.programs_per_sm, None if config.padded else layout)
+    return budget - live_values(config.rows * layout.padded, config.num_warps, config.reload_weight, aligned(n))
 
 
 def workspace_rows_rule(rows: int, p: int) -> int:
@@ -345,8 +348,8 @@ class ConfigTable:
 
     def _search(self, kind: str, n: int, m: int):
         """The configuration of the measured (N, M) nearest (n, m): the nearest width on a log scale of the same
-        `layout_class` within `CLASS_WINDOW` octaves, else the nearest aligned alike within `ALIGNMENT_WINDOW`,
-        else the nearest width; then the nearest row count. A backward configuration that would hold more than a
+        `layout_class` within `CLASS_WINDOW` octaves, else the nearest of the same alignment within `ALIGNMENT_WINDOW`,
+        else the nearest as (un)aligned (`aligned`) within it, else the nearest width; then the nearest row count. A backward configuration that would hold more than a
         thread's registers at ``n`` than at the width it was measured at (`register_slack`: more segments, a masked
         one, scalar loads) is passed over for the next. None when no entry fits."""
         rows = self.entries.get(kind)
@@ -358,7 +361,10 @@ class ConfigTable:
             distance = abs(math.log2(w) - ln)
             if layout_class(w) == cls and distance <= CLASS_WINDOW:
                 return (0, distance, w)
-            return (1 if aligned(w) == cls[2] and distance <= ALIGNMENT_WINDOW else 2, distance, w)
+            if distance <= ALIGNMENT_WINDOW:
+                # a table tuned before the even unaligned widths were in the grid lends them the odd ones' choice
+                return (1 if row_alignment(w) == cls[2] else 2 if aligned(w) == aligned(n) else 3, distance, w)
+            return (3, distance, w)
 
         for width in sorted({r[0] for r in rows}, key=order):
             config = min((r for r in rows if r[0] == width), key=lambda r: (abs(math.log2(r[1]) - lm), r[1]))[2]
@@ -436,17 +442,31 @@ PIPELINED_KINDS = ("persistent", "workspace")
 
 @functools.lru_cache(maxsize=4096)
 def fitted(kind: str, config, n: int):
-    """``config`` as it should run at width ``n``: a pipelined backward (its x and dy tiles fetched ahead with
-    cp.async, which moves 4, 8 or 16 bytes) whose last segment would hold under two elements per thread gets
-    ``wide_tail``. Otherwise that segment is loaded 2 bytes at a time, synchronously, inside the pipelined loop, every
-    tile (the PTX for sm_90 at 8448 = 8192 + 256 over 8 warps: the tail's x and dy as ``ld.global.b16``, the rest
-    ``cp.async``): the H100 ran 8448, 8960, 9472, 10496 and 12544 on such borrowed configurations at 81, 81, 84, 91
-    and 96 % of the copy ceiling, the wait paid less as the pipelined part of the row grows. The tuner measures
-    configurations as given (no tuned width's own configuration has such a tail)."""
-    if kind not in PIPELINED_KINDS or config.stages < 2 or config.padded or config.wide_tail or n % 2:
+    """``config`` as it should run at width ``n``: ``wide_tail`` where its last segment would hold under two elements
+    per thread (`TAIL_ELEMENTS_PER_THREAD`) and widening it costs no spill. The tuner measures configurations as
+    given; none of the tuned widths' own configurations has such a tail, so this is for borrowed ones.
+
+    * The pipelined backwards (stages ≥ 2): cp.async moves 4 bytes at least, so a tail of one bf16 per thread was
+      loaded synchronously inside the pipelined loop, every tile (PTX for sm_90 at 8448 = 8192 + 256 over 8 warps:
+      ``ld.global.b16`` beside the ``cp.async``). On the H100, A/B at the configuration in force: 6400, 6656, 8448,
+      8960, 9472 1.10–1.50×, 10496 1.02×.
+    * The forward's rows kernel where the tail leaves threads idle (under one element each; 8448 over 16 warps:
+      1.07×). 8704's 512 over 16 warps, one each, ran at 95.5 % of the ceiling as it was: left alone.
+    * Not where `register_slack` says the wider, masked tail would spill where the thin one did not: 12544 over
+      8 warps (ptxas: 255 registers and no spill thin, 96 B spilled wide) ran at 0.86×.
+
+    Rows of odd width (2-byte loads throughout) are left as they are."""
+    if kind not in (*PIPELINED_KINDS, "fwd") or config.padded or config.wide_tail or n % 2:
+        return config
+    if getattr(config, "kernel", "rows") != "rows" or getattr(config, "stages", 2) < 2:
         return config
     wide = replace(config, wide_tail=True)
-    return wide if row_layout(wide, n) != row_layout(config, n) else config
+    if row_layout(wide, n) == row_layout(config, n):
+        return config
+    if kind == "fwd":
+        tail = row_layout(config, n).widths[-1] * config.rows
+        return wide if tail < 32 * config.num_warps else config
+    return wide if register_slack(wide, n) >= min(0, register_slack(config, n)) else config
 
 
 def describe(arch: str = DEFAULT_ARCH) -> dict:

@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from engine import tune
 from engine.presets import get_preset
 from rmsnorm_kernels import kernel_config as kc
 from rmsnorm_kernels.kernel_config import BackwardConfig, ForwardConfig
@@ -115,12 +116,33 @@ def test_lookup_keeps_rows_aligned_alike_together_past_the_class_window():
     assert abs(math.log2(12001 / 301)) > kc.ALIGNMENT_WINDOW and t.lookup("fwd", 301, 16384) == short_cfg
 
 
+def test_even_unaligned_rows_take_their_own_alignment_first_then_the_odd_widths():
+    """8298 (N ≡ 2 mod 4: 4-byte loads) is its own class: an entry of its alignment answers before a nearer odd one;
+    in a table without one (tuned before the grid had them) the odd widths' choice still answers, not 8192's."""
+    odd_cfg, two_cfg, four_cfg, wide_cfg = (
+        ForwardConfig("chunked", chunk=1024, num_warps=8),
+        ForwardConfig("chunked", chunk=2048, num_warps=4),
+        ForwardConfig("rows", rows=1, num_warps=8),
+        ForwardConfig("rows", rows=1, num_warps=16),
+    )
+    assert [kc.layout_class(n)[2] for n in (8297, 8298, 8300, 8304)] == [1, 2, 4, 8]
+    full, _ = table(
+        {"fwd": [(8192, 16384, wide_cfg), (8001, 16384, odd_cfg), (7002, 16384, two_cfg), (7004, 16384, four_cfg)]}
+    )
+    assert full.lookup("fwd", 8298, 16384) == two_cfg and full.lookup("fwd", 8300, 16384) == four_cfg
+    assert full.lookup("fwd", 8297, 16384) == odd_cfg and full.lookup("fwd", 8304, 16384) == wide_cfg
+    older, _ = table({"fwd": [(8192, 16384, wide_cfg), (8001, 16384, odd_cfg)]})
+    assert older.lookup("fwd", 8298, 16384) == older.lookup("fwd", 8300, 16384) == odd_cfg
+    assert all(kc.layout_class(n)[2] < 8 for n in tune.UNALIGNED_WIDTHS)
+    assert {kc.layout_class(n)[2] for n in tune.UNALIGNED_WIDTHS} == {1, 2, 4}
+
+
 def test_unaligned_rows_are_their_own_class_and_get_more_warps():
     """N % 8 ≠ 0: every load is scalar with its own address (ptxas: 14155 at 16 warps spilled 472 B); the rule
     spreads such a row over more threads than its aligned neighbour, and the lookup keeps the classes apart."""
     for n in random_widths():
         odd = n | 1
-        assert kc.layout_class(odd)[2] is False and kc.layout_class(odd * 8)[2] is True
+        assert kc.layout_class(odd)[2] == 1 and kc.layout_class(odd * 8)[2] == 8
         rule_odd, rule_even = (
             kc.rule_backward("persistent", odd),
             kc.rule_backward("persistent", odd + 7 - (odd + 7) % 8),
@@ -178,11 +200,13 @@ def test_the_shipped_table_reads_and_covers_every_kind():
     assert set(t.entries) == set(kc.KINDS)
     assert t.meta["device"] and t.meta["created_at"] and t.meta["versions"]["triton"]
     for kind, rows in t.entries.items():
-        for n, m, winner in rows:  # at a measured point the measured winner stands (the guard never overrules it)
+        for n, m, winner in rows:  # at a measured point the measured winner stands (the guards never overrule it)
             assert t.lookup(kind, n, m) == winner, (kind, n, m)
-        for n in random_widths(4):  # elsewhere: a measured neighbour, else the rule
+            assert kc.fitted(kind, winner, n) == winner, (kind, n, m)
+        for n in random_widths(4):  # elsewhere: a measured neighbour, else the rule, fitted to the width
             found = t.lookup(kind, n, 4096)
-            assert kc.config_for(kind, n, 4096) == (found if found is not None else kc.rule(kind, n, 4096))
+            found = found if found is not None else kc.rule(kind, n, 4096)
+            assert kc.config_for(kind, n, 4096) == kc.fitted(kind, found, n)
 
 
 def test_wide_tail_pads_a_thin_last_segment_and_is_a_candidate_only_where_it_changes_the_layout():
@@ -214,7 +238,38 @@ def test_pipelined_backwards_get_a_wide_tail_where_a_borrowed_configuration_leav
     assert kc.fitted("persistent", thin, 8704) == thin and kc.fitted("persistent", thin, 8192) == thin
     t, doc = table({"persistent": [(8192, 16384, thin)]})
     assert t.lookup("persistent", 8448, 16384) == thin  # the table answers as measured; config_for fits it
-    for n in get_preset("widths")["N"]:  # whatever the shipped table says: no thin tail reaches a pipelined launch
+    for n in get_preset("widths")["N"]:  # whatever the shipped table says: a thin tail only where widening spills
         for kind in kc.PIPELINED_KINDS:
             c = kc.config_for(kind, n, 16384)
-            assert c.stages < 2 or c.padded or kc.row_layout(replace(c, wide_tail=True), n) == kc.row_layout(c, n)
+            wide = replace(c, wide_tail=True)
+            assert (
+                c.stages < 2
+                or c.padded
+                or kc.row_layout(wide, n) == kc.row_layout(c, n)
+                or kc.register_slack(wide, n) < min(0, kc.register_slack(c, n))
+            ), (kind, n, c)
+
+
+def test_a_wide_tail_is_not_given_where_it_would_spill():
+    """12544 = 8192 + 4096 + 256 over 8 warps: ptxas (sm_90) gave the thin tail 255 registers and no spill, the
+    masked 512-wide one 96 B of spill stack, and the H100 ran it at 0.86×; 10496 (one segment less wide) gained."""
+    config = BackwardConfig(rows=1, num_warps=8)
+    assert kc.register_slack(replace(config, wide_tail=True), 12544) < kc.register_slack(config, 12544) < 0
+    assert kc.fitted("persistent", config, 12544) == config
+    assert kc.fitted("persistent", config, 10496).wide_tail
+    # the budget follows the layout a configuration is compiled for: the masked tail costs its mask's registers
+    assert kc.register_budget(12544, 8, kc.row_layout(replace(config, wide_tail=True), 12544)) == (
+        kc.register_budget(12544, 8) - 16
+    )
+
+
+def test_the_forward_widens_a_tail_only_where_it_leaves_threads_idle():
+    """8448 = 8192 + 256 over 16 warps: half the threads idle on the tail (1.07× widened, on the H100); 8704's
+    512-wide tail, one element per thread, ran at 95.5 % as it was; the chunked kernel has no segments."""
+    rows16 = ForwardConfig("rows", rows=1, num_warps=16)
+    assert kc.fitted("fwd", rows16, 8448) == replace(rows16, wide_tail=True)
+    assert kc.row_layout(replace(rows16, wide_tail=True), 8448).widths == (8192, 1024)
+    assert kc.fitted("fwd", rows16, 8704) == rows16
+    assert kc.fitted("fwd", replace(rows16, padded=True), 8448).wide_tail is False
+    chunked = ForwardConfig("chunked", chunk=1024, num_warps=8)
+    assert kc.fitted("fwd", chunked, 8448) == chunked
