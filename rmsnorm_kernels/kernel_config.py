@@ -152,10 +152,10 @@ def row_layout(config, n: int, strides=(), element_size: int = 2) -> Segments:
     return row_segments(n, min_segment=floor)._replace(align=align)
 
 
-def rule_backward(kind: str, n: int, m: int = 16384) -> BackwardConfig:
-    """The backward's configuration by the rule (module text)."""
+def rule_backward(kind: str, n: int, m: int = 16384, vector: bool | None = None) -> BackwardConfig:
+    """The backward's configuration by the rule (module text); ``vector``: as if rows were (not) 16-byte aligned."""
     p = padded_width(n)
-    vector = aligned(n)
+    vector = aligned(n) if vector is None else vector
     rows = max(1, floor_power_of_two((BACKWARD_TILE_ELEMENTS // (1 if vector else 2) - 1) / p))
     tile = rows * p
     wide = p >= 16384
@@ -226,10 +226,10 @@ def workspace_rows_rule(rows: int, p: int) -> int:
     return max(4 * rows, 256 if p <= 512 else 128 if p <= 8192 else 32)
 
 
-def rule_forward(n: int, m: int = 16384) -> ForwardConfig:
-    """The forward's configuration by the rule (module text)."""
+def rule_forward(n: int, m: int = 16384, vector: bool | None = None) -> ForwardConfig:
+    """The forward's configuration by the rule (module text); ``vector``: as if rows were (not) 16-byte aligned."""
     p = padded_width(n)
-    scalar = 1 if aligned(n) else 2  # scalar loads: half the elements per thread
+    scalar = 1 if (aligned(n) if vector is None else vector) else 2  # scalar loads: half the elements per thread
     if p <= 1024:
         rows = max(1, FORWARD_MULTI_ROW_ELEMENTS // next_power_of_two(p))
         warps = scalar * rows * next_power_of_two(p) // 512
@@ -248,11 +248,24 @@ def _around(value: int, low: int, high: int) -> list[int]:
     return sorted({v for v in (value // 2, value, value * 2) if low <= v <= high})
 
 
+def partly_aligned(n: int) -> bool:
+    """Rows of an even width that is not a multiple of 8: loaded 4 or 8 bytes at a time (`segments.row_alignment`),
+    neither element by element like odd ones nor in 16-byte vectors like aligned ones."""
+    return not aligned(n) and row_alignment(n) > 1
+
+
 def backward_candidates(kind: str, n: int, m: int = 16384) -> list[BackwardConfig]:
     """The rule's choice and its neighbours: rows and warps halved and doubled (2 … 64 elements per thread
     and tensor), k = 1 or 2 for small tiles, γ reloaded or kept for wide rows, the padded layout where the
-    segments pad less; the workspace also tries half and double its run of rows."""
-    base = rule_backward(kind, n, m)
+    segments pad less; the workspace also tries half and double its run of rows. Rows `partly_aligned` also get
+    the aligned rule's choice and its neighbours."""
+    out = _backward_around(kind, rule_backward(kind, n, m), n)
+    if partly_aligned(n):
+        out += _backward_around(kind, rule_backward(kind, n, m, vector=True), n)
+    return list(dict.fromkeys(out + wide_tail_variants(out, n)))
+
+
+def _backward_around(kind: str, base: BackwardConfig, n: int) -> list[BackwardConfig]:
     p = padded_width(n)
     out = []
     for rows in _around(base.rows, 1, 512):
@@ -288,7 +301,7 @@ def backward_candidates(kind: str, n: int, m: int = 16384) -> list[BackwardConfi
         out.append(replace(base, padded=True))
     if base not in out:
         out.insert(0, base)
-    return list(dict.fromkeys(out + wide_tail_variants(out, n)))
+    return out
 
 
 def wide_tail_variants(configs, n: int) -> list:
@@ -302,8 +315,19 @@ CHUNKS = (512, 1024, 2048, 4096)
 
 def forward_candidates(n: int, m: int = 16384) -> list[ForwardConfig]:
     """The rule's choice, its warps halved and doubled, rows halved and doubled for short rows, the padded
-    layout, and for rows of 2 K and more the chunked kernel with the chunks that pad the row least."""
-    base = rule_forward(n, m)
+    layout, and for rows of 2 K and more the chunked kernel with the chunks that pad the row least. Rows
+    `partly_aligned` also get the aligned rule's choice and its neighbours."""
+    out = _forward_around(rule_forward(n, m), n)
+    if partly_aligned(n):
+        out += _forward_around(rule_forward(n, m, vector=True), n)
+    if n >= 2048:
+        for chunk in CHUNKS:
+            if chunk < n and (-(-n // chunk) * chunk - n) <= n / 16:
+                out += [ForwardConfig("chunked", chunk=chunk, num_warps=w) for w in (4, 8)]
+    return list(dict.fromkeys(out + wide_tail_variants(out, n)))
+
+
+def _forward_around(base: ForwardConfig, n: int) -> list[ForwardConfig]:
     p = padded_width(n)
     out = [base]
     for rows in _around(base.rows, 1, 1024):
@@ -313,11 +337,7 @@ def forward_candidates(n: int, m: int = 16384) -> list[ForwardConfig]:
                 out.append(ForwardConfig("rows", rows=rows, num_warps=warps))
     if base.rows == 1 and len(row_segments(n).widths) > 1:
         out.append(replace(base, padded=True))
-    if n >= 2048:
-        for chunk in CHUNKS:
-            if chunk < n and (-(-n // chunk) * chunk - n) <= n / 16:
-                out += [ForwardConfig("chunked", chunk=chunk, num_warps=w) for w in (4, 8)]
-    return list(dict.fromkeys(out + wide_tail_variants(out, n)))
+    return out
 
 
 def candidates(kind: str, n: int, m: int = 16384) -> list:

@@ -273,3 +273,19 @@ def test_the_forward_widens_a_tail_only_where_it_leaves_threads_idle():
     assert kc.fitted("fwd", replace(rows16, padded=True), 8448).wide_tail is False
     chunked = ForwardConfig("chunked", chunk=1024, num_warps=8)
     assert kc.fitted("fwd", chunked, 8448) == chunked
+
+
+def test_rows_partly_aligned_are_tuned_over_both_rules_neighbourhoods():
+    """8298 (4-byte loads since the alignment hint) is tried around the unaligned rule's choice (32 warps, scalar
+    loads in mind) and around the aligned rule's (8 warps): which suits it is for the tuner to measure. Odd and
+    aligned widths keep one neighbourhood."""
+    for kind in ("persistent", "fwd"):
+        tried = kc.candidates(kind, 8298)
+        assert kc.rule(kind, 8298) in tried
+        assert (
+            kc.rule_backward(kind, 8298, vector=True) if kind != "fwd" else kc.rule_forward(8298, vector=True)
+        ) in tried
+    assert kc.partly_aligned(8298) and kc.partly_aligned(8300) and not kc.partly_aligned(8297)
+    assert not kc.partly_aligned(8304)
+    odd_vector = kc.rule_backward("persistent", 8297, vector=True)
+    assert odd_vector != kc.rule("persistent", 8297) and odd_vector not in kc.candidates("persistent", 8297)
