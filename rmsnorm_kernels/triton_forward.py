@@ -11,7 +11,9 @@ Two kernels behind one entry point, `rmsnorm_forward`; which one, and its rows a
   8192-wide block);
 * ``rmsnorm_fwd_chunked_kernel``: one program per row in two passes over CHUNK-wide pieces (Σx² first, the x
   loads kept in L2; then x read again, from L2, to write y): far fewer registers per thread than a whole row,
-  so more programs per SM (TorchInductor's looped reduction does this for wide rows).
+  so more programs per SM (TorchInductor's looped reduction does this for wide rows). With ``split`` (rows whose
+  starts are not 16-byte aligned) each row is a head up to the next 16-byte boundary, a body of whole vectors
+  loaded 16 bytes at a time, and a tail.
 
 The registry's ``triton`` implementation is `rmsnorm_kernels/triton_rmsnorm.py`."""
 
@@ -62,33 +64,57 @@ def rmsnorm_fwd_rows_kernel(X, W, Y, RSTD, M, stride_x, stride_y, N, eps, ROWS: 
 
 @triton.jit
 def rmsnorm_fwd_chunked_kernel(
-    X, W, Y, RSTD, stride_x, stride_y, N: tl.constexpr, eps, CHUNK: tl.constexpr, ALIGN: tl.constexpr
+    X, W, Y, RSTD, stride_x, stride_y, N: tl.constexpr, eps, CHUNK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr
 ):
     # N is a compile-time constant: the loop bounds are constants and, where CHUNK divides N, no load or store is
     # masked — +2…7 % at 4096 / 16384 × 6144 on the H200 against the same loop with N at run time (docs/NOTES.md)
     row = tl.program_id(0).to(tl.int64)
-    x_row = X + row * known_multiple(stride_x, ALIGN)
-    y_row = Y + row * known_multiple(stride_y, ALIGN)
     cols = tl.arange(0, CHUNK)
+    if VEC > 0:
+        # A row starting anywhere (odd N): its head up to the next VEC-element boundary and its tail, each under VEC
+        # elements, go element by element; the body between them is whole vectors the compiler may load 16 bytes at
+        # a time. x and y share the head: the launch gives them one stride and 16-byte aligned bases. γ's columns
+        # shift with the head: its loads stay narrow (γ is in L2 after the first rows).
+        start = row * stride_x
+        head = tl.minimum((VEC - start % VEC) % VEC, N)
+        body = (N - head) // VEC * VEC
+        x_row = X + tl.multiple_of(start + head, VEC)
+        y_row = Y + tl.multiple_of(start + head, VEC)
+        w_row = W + head
+        edge = tl.arange(0, 2 * VEC)
+        edge_cols = tl.where(edge < VEC, edge, head + body + edge - VEC)
+        edge_mask = tl.where(edge < VEC, edge < head, edge_cols < N)
+        x_edge = tl.load(X + start + edge_cols, mask=edge_mask, other=0.0).to(tl.float32)
+        squares_edge = tl.sum(x_edge * x_edge, axis=0)
+        limit = body
+    else:
+        x_row = X + row * known_multiple(stride_x, ALIGN)
+        y_row = Y + row * known_multiple(stride_y, ALIGN)
+        w_row = W
+        squares_edge = 0.0
+        limit = N
     squares = tl.zeros([CHUNK], dtype=tl.float32)
-    for start in tl.range(0, N, CHUNK):
-        if N % CHUNK == 0:
-            x = tl.load(x_row + start + cols, eviction_policy="evict_last")
+    for s in tl.range(0, N, CHUNK):
+        if VEC == 0 and N % CHUNK == 0:
+            x = tl.load(x_row + s + cols, eviction_policy="evict_last")
         else:
-            x = tl.load(x_row + start + cols, mask=start + cols < N, other=0.0, eviction_policy="evict_last")
+            x = tl.load(x_row + s + cols, mask=s + cols < limit, other=0.0, eviction_policy="evict_last")
         x = x.to(tl.float32)
         squares += x * x
-    rstd = tl.rsqrt(tl.sum(squares, axis=0) / N + eps)
-    for start in tl.range(0, N, CHUNK):
-        if N % CHUNK == 0:
-            x = tl.load(x_row + start + cols, eviction_policy="evict_first").to(tl.float32)
-            w = tl.load(W + start + cols, eviction_policy="evict_last").to(tl.float32)
-            tl.store(y_row + start + cols, (x * rstd * w).to(Y.dtype.element_ty))
+    rstd = tl.rsqrt((tl.sum(squares, axis=0) + squares_edge) / N + eps)
+    for s in tl.range(0, N, CHUNK):
+        if VEC == 0 and N % CHUNK == 0:
+            x = tl.load(x_row + s + cols, eviction_policy="evict_first").to(tl.float32)
+            w = tl.load(w_row + s + cols, eviction_policy="evict_last").to(tl.float32)
+            tl.store(y_row + s + cols, (x * rstd * w).to(Y.dtype.element_ty))
         else:
-            mask = start + cols < N
-            x = tl.load(x_row + start + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-            w = tl.load(W + start + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-            tl.store(y_row + start + cols, (x * rstd * w).to(Y.dtype.element_ty), mask=mask)
+            mask = s + cols < limit
+            x = tl.load(x_row + s + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+            w = tl.load(w_row + s + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+            tl.store(y_row + s + cols, (x * rstd * w).to(Y.dtype.element_ty), mask=mask)
+    if VEC > 0:
+        w_edge = tl.load(W + edge_cols, mask=edge_mask, other=0.0).to(tl.float32)
+        tl.store(Y + start + edge_cols, (x_edge * rstd * w_edge).to(Y.dtype.element_ty), mask=edge_mask)
     tl.store(RSTD + row, rstd)
 
 
@@ -172,8 +198,14 @@ def _forward(x, weight, eps, config):
     strides = (x2d.stride(0), y2d.stride(0))
     if config.kernel == "chunked":
         align = row_alignment(n, strides, x2d.element_size())
+        # the split needs what its head assumes (one stride, 16-byte aligned bases); otherwise the same answer unsplit
+        vec = (
+            16 // x2d.element_size()
+            if config.split and strides[0] == strides[1] and not ((x2d.data_ptr() | y2d.data_ptr()) & 15)
+            else 0
+        )
         fast(rmsnorm_fwd_chunked_kernel)[(m,)](
-            x2d, w, y2d, rstd, *strides, n, eps, CHUNK=config.chunk, ALIGN=align, num_warps=config.num_warps
+            x2d, w, y2d, rstd, *strides, n, eps, CHUNK=config.chunk, ALIGN=align, VEC=vec, num_warps=config.num_warps
         )
     else:
         layout = row_layout(config, n, strides, x2d.element_size()).layout()

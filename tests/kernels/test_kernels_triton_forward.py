@@ -146,3 +146,50 @@ def test_every_forward_candidate_gives_the_same_answer(n):
             y, _, rstd = rmsnorm_forward(x, w, 1e-6, config=config)
         assert relative_error(y, y_ref) <= 1e-6, config
         assert relative_error(rstd, rstd_ref) <= 1e-6, config
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("n", [3, 7, 9, 17, 1001, 2050, 3003])
+def test_split_chunked_forward_at_rows_starting_anywhere(n, dtype, monkeypatch):
+    """``split``: each row a head up to the next 16-byte boundary, a vector body and a tail. 13 rows of an odd width
+    start at every alignment; rows narrower than a vector are all head and tail. Checked against fp64 with poisoned
+    outputs, and the split path is the one that ran (VEC > 0); a row stride that differs between x and y, or a base
+    not 16-byte aligned, runs unsplit with the same answer."""
+    from rmsnorm_kernels import triton_forward
+
+    launched = []
+    real_fast = triton_forward.fast
+
+    def spy(kernel):
+        launcher = real_fast(kernel)
+
+        class Spy:
+            def __getitem__(self, grid):
+                def run(*args, **kwargs):
+                    launched.append(kwargs.get("VEC"))
+                    return launcher[grid](*args, **kwargs)
+
+                return run
+
+        return Spy()
+
+    monkeypatch.setattr(triton_forward, "fast", spy)
+    config = ForwardConfig("chunked", chunk=512, num_warps=4, split=True)
+    x, w, _ = random_inputs((13, n), dtype)
+    y_ref, rstd_ref = rmsnorm_reference(x, w, 1e-6)
+    with poisoned_outputs():
+        y, _, rstd = rmsnorm_forward(x, w, 1e-6, config=config)
+    assert launched[-1] == 16 // x.element_size()
+    assert relative_error(y, y_ref) <= tolerance_for(dtype)
+    assert relative_error(rstd, rstd_ref.reshape(-1)) <= 1e-6
+    base = torch.cat([x, x[:, :3]], dim=1)[:, :n]  # row stride n + 3: y's is n
+    unaligned = torch.cat([x.new_zeros(1), x.reshape(-1)])[1:].view(13, n)  # base 2 or 4 bytes off
+    for other in (base, unaligned):
+        with poisoned_outputs():
+            y, _, _ = rmsnorm_forward(other, w, 1e-6, config=config)
+        assert launched[-1] == 0 and relative_error(y, y_ref) <= tolerance_for(dtype)
+
+
+def test_split_is_offered_only_where_rows_are_not_aligned():
+    assert any(c.split for c in forward_candidates(4999)) and any(c.split for c in forward_candidates(8298))
+    assert not any(c.split for c in forward_candidates(8192)) and not any(c.split for c in forward_candidates(1001))
