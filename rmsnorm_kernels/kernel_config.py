@@ -215,12 +215,17 @@ def register_budget(n: int, warps: int, layout: Segments | None = None) -> int:
     return min(255, 65536 // (32 * warps)) - overhead
 
 
-def register_slack(config: "BackwardConfig", n: int) -> float:
-    """`register_budget` less `live_values` of a backward configuration at width ``n`` (negative: ptxas spills)."""
+def register_slack(config: "BackwardConfig", n: int, kind: str = "persistent") -> float:
+    """`register_budget` less `live_values` of a backward configuration at width ``n`` (negative: ptxas spills).
+    Only the persistent kernel reloads γ per tile; the workspace and atomic ones hold it whatever the configuration
+    says (ptxas, sm_90: the workspace kernel at 12544 over 8 warps spilled 96 B with a wide tail, as the persistent).
+    ``kind`` is given where a configuration is fitted (`fitted`); the lookup's guard, tuned with it left out, keeps
+    the persistent kernel's reading for every kind (giving it the kind would change 61 lookups nobody measured)."""
     layout = row_layout(config, n)
     # a padded block keeps the budget of the row's own segments, which the model was calibrated with
     budget = register_budget(n, config.num_warps * config.programs_per_sm, None if config.padded else layout)
-    return budget - live_values(config.rows * layout.padded, config.num_warps, config.reload_weight, aligned(n))
+    reload = config.reload_weight and kind == "persistent"
+    return budget - live_values(config.rows * layout.padded, config.num_warps, reload, aligned(n))
 
 
 def workspace_rows_rule(rows: int, p: int) -> int:
@@ -491,7 +496,7 @@ def fitted(kind: str, config, n: int):
     if kind == "fwd":
         tail = row_layout(config, n).widths[-1] * config.rows
         return wide if tail < 32 * config.num_warps else config
-    return wide if register_slack(wide, n) >= min(0, register_slack(config, n)) else config
+    return wide if register_slack(wide, n, kind) >= min(0, register_slack(config, n, kind)) else config
 
 
 def describe(arch: str = DEFAULT_ARCH) -> dict:
