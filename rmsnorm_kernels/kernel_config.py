@@ -86,7 +86,8 @@ class BackwardConfig:
     flight (software pipelining); ``programs_per_sm`` (k) for the persistent grid; ``rows_per_program`` for
     the workspace's runs of rows (0: the rule's); ``reload_weight``: load γ for every tile instead of keeping
     it in registers (wide rows); ``padded``: the row as one masked power-of-two block; ``wide_tail``: as the
-    forward's."""
+    forward's; ``split`` (persistent, one row a tile): each row as a vector body and a head and tail
+    (`triton_backward.persistent`)."""
 
     rows: int = 1
     num_warps: int = 8
@@ -96,6 +97,7 @@ class BackwardConfig:
     reload_weight: bool = False
     padded: bool = False
     wide_tail: bool = False
+    split: bool = False
 
 
 def config_class(kind: str):
@@ -137,6 +139,13 @@ TAIL_ELEMENTS_PER_THREAD = 2
 row of its tile), the narrower rest padded and masked (8448 over 8 warps: 8192 + [256 → 512]): two bf16 elements
 are the 4 bytes cp.async needs (`fitted`). A candidate of the tuner; the pipelined backwards get it at widths whose
 borrowed configuration would leave a thinner tail."""
+
+
+def split_layout(config, n: int, vec: int) -> tuple:
+    """The ``ROW`` of the split persistent backward's body: the segments of the widest body (N rounded down to whole
+    vectors), its last one masked (a body one vector shorter, for some heads), aligned to the vector."""
+    widest = n // vec * vec
+    return row_layout(config, widest)._replace(n=widest - 1, align=vec).layout()
 
 
 def row_layout(config, n: int, strides=(), element_size: int = 2) -> Segments:
@@ -265,11 +274,14 @@ def backward_candidates(kind: str, n: int, m: int = 16384) -> list[BackwardConfi
     """The rule's choice and its neighbours: rows and warps halved and doubled (2 … 64 elements per thread
     and tensor), k = 1 or 2 for small tiles, γ reloaded or kept for wide rows, the padded layout where the
     segments pad less; the workspace also tries half and double its run of rows. Rows `partly_aligned` also get
-    the aligned rule's choice and its neighbours."""
+    the aligned rule's choice and its neighbours; rows not aligned, for the persistent kernel, ``split``."""
     out = _backward_around(kind, rule_backward(kind, n, m), n)
     if partly_aligned(n):
         out += _backward_around(kind, rule_backward(kind, n, m, vector=True), n)
-    return list(dict.fromkeys(out + wide_tail_variants(out, n)))
+    out = list(dict.fromkeys(out + wide_tail_variants(out, n)))
+    if kind == "persistent" and not aligned(n):  # rows not starting aligned: the split twin of one-row tiles
+        out += [replace(c, split=True) for c in out if c.rows == 1 and not c.padded]
+    return out
 
 
 def _backward_around(kind: str, base: BackwardConfig, n: int) -> list[BackwardConfig]:

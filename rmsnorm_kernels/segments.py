@@ -103,32 +103,48 @@ def known_multiple(value, ALIGN: tl.constexpr):
 
 
 @triton.jit
+def row_starts(rows, stride, ROW: tl.constexpr):
+    """Where ``rows`` start (int64 offsets in elements), as multiples of the rows' alignment the compiler knows."""
+    ALIGN: tl.constexpr = ROW[6]
+    return rows.to(tl.int64) * known_multiple(stride, ALIGN)
+
+
+@triton.jit
 def load_segment(PTR, rows, M, N, stride, ROW: tl.constexpr, K: tl.constexpr):
     """Segment K of the given rows (`Segments.layout` ``ROW``) as fp32 [ROWS, width] (zeros outside the matrix).
     Only a segment that runs past N carries a column mask."""
+    return load_segment_at(PTR, row_starts(rows, stride, ROW), rows < M, N, ROW, K)
+
+
+@triton.jit
+def load_segment_at(PTR, starts, live, N, ROW: tl.constexpr, K: tl.constexpr):
+    """`load_segment` of rows that start at ``starts`` (``live``: which of them exist)."""
     OFF: tl.constexpr = ROW[0] * (K > 0) + ROW[1] * (K > 1)
     W: tl.constexpr = ROW[K]
     ALIGN: tl.constexpr = ROW[6]
     cols = OFF + tl.arange(0, W)
     if ROW[3 + K]:
-        mask = (rows < M)[:, None] & (cols < known_multiple(N, ALIGN))[None, :]
+        mask = live[:, None] & (cols < known_multiple(N, ALIGN))[None, :]
     else:
-        mask = (rows < M)[:, None]
-    starts = rows.to(tl.int64) * known_multiple(stride, ALIGN)
+        mask = live[:, None]
     return tl.load(PTR + starts[:, None] + cols[None, :], mask=mask, other=0.0).to(tl.float32)
 
 
 @triton.jit
 def store_segment(PTR, value, rows, M, N, stride, ROW: tl.constexpr, K: tl.constexpr):
+    store_segment_at(PTR, value, row_starts(rows, stride, ROW), rows < M, N, ROW, K)
+
+
+@triton.jit
+def store_segment_at(PTR, value, starts, live, N, ROW: tl.constexpr, K: tl.constexpr):
     OFF: tl.constexpr = ROW[0] * (K > 0) + ROW[1] * (K > 1)
     W: tl.constexpr = ROW[K]
     ALIGN: tl.constexpr = ROW[6]
     cols = OFF + tl.arange(0, W)
     if ROW[3 + K]:
-        mask = (rows < M)[:, None] & (cols < known_multiple(N, ALIGN))[None, :]
+        mask = live[:, None] & (cols < known_multiple(N, ALIGN))[None, :]
     else:
-        mask = (rows < M)[:, None]
-    starts = rows.to(tl.int64) * known_multiple(stride, ALIGN)
+        mask = live[:, None]
     tl.store(PTR + starts[:, None] + cols[None, :], value.to(PTR.dtype.element_ty), mask=mask)
 
 

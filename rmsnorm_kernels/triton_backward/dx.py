@@ -15,9 +15,10 @@ import triton.language as tl
 from rmsnorm_kernels.kernel_config import DEFAULT_ARCH, BackwardConfig, config_for, row_layout
 from rmsnorm_kernels.limits import SHARED_MEMORY_BUDGET
 from rmsnorm_kernels.segments import (
-    load_segment,
+    load_segment_at,
     load_vector,
-    store_segment,
+    row_starts,
+    store_segment_at,
     store_vector,
 )
 from rmsnorm_kernels.triton_mode import arch
@@ -35,32 +36,49 @@ def rmsnorm_bwd_rows(
 
     The accumulators are updated before dx is formed, as the unsegmented kernel did: that order keeps the
     16384-wide tile inside 128 registers (ptxas, `engine.compiler_report`)."""
-    rstd = tl.load(RSTD + rows, mask=rows < M, other=0.0)
-    r = rstd[:, None]
-    x0 = load_segment(X, rows, M, N, stride_x, ROW, 0)
-    dy0 = load_segment(DY, rows, M, N, stride_dy, ROW, 0)
+    live = rows < M
+    r = tl.load(RSTD + rows, mask=live, other=0.0)[:, None]
+    sx, sdy, sdx = row_starts(rows, stride_x, ROW), row_starts(rows, stride_dy, ROW), row_starts(rows, stride_dx, ROW)
+    acc0, acc1, acc2, _ = rmsnorm_bwd_segments(
+        X, DY, DX, r, w0, w1, w2, acc0, acc1, acc2, live, sx, sdy, sdx, N, N, None, ROW
+    )
+    return acc0, acc1, acc2
+
+
+@triton.jit
+def rmsnorm_bwd_segments(
+    X, DY, DX, r, w0, w1, w2, acc0, acc1, acc2, live, sx, sdy, sdx, cols, N, dot_rest, ROW: tl.constexpr
+):
+    """`rmsnorm_bwd_rows` over the segments of ``ROW`` of rows starting at ``sx sdy sdx`` (``live``: which exist;
+    ``r``: their rstd, [ROWS, 1]), columns below ``cols``; ``dot_rest``: Σγ·dy·x of the row's other columns (the split
+    backward's head and tail) or None. Returns the accumulators and c = rstd³·mean(γ·dy·x), [ROWS, 1], which the
+    other columns' dx needs."""
+    x0 = load_segment_at(X, sx, live, cols, ROW, 0)
+    dy0 = load_segment_at(DY, sdy, live, cols, ROW, 0)
     wdy0 = w0[None, :] * dy0
     dot = tl.sum(wdy0 * x0, axis=1)
+    if dot_rest is not None:
+        dot += dot_rest
     acc0 += dy0 * x0 * r
     if ROW[1] > 0:
-        x1 = load_segment(X, rows, M, N, stride_x, ROW, 1)
-        dy1 = load_segment(DY, rows, M, N, stride_dy, ROW, 1)
+        x1 = load_segment_at(X, sx, live, cols, ROW, 1)
+        dy1 = load_segment_at(DY, sdy, live, cols, ROW, 1)
         wdy1 = w1[None, :] * dy1
         dot += tl.sum(wdy1 * x1, axis=1)
         acc1 += dy1 * x1 * r
     if ROW[2] > 0:
-        x2 = load_segment(X, rows, M, N, stride_x, ROW, 2)
-        dy2 = load_segment(DY, rows, M, N, stride_dy, ROW, 2)
+        x2 = load_segment_at(X, sx, live, cols, ROW, 2)
+        dy2 = load_segment_at(DY, sdy, live, cols, ROW, 2)
         wdy2 = w2[None, :] * dy2
         dot += tl.sum(wdy2 * x2, axis=1)
         acc2 += dy2 * x2 * r
     c = (r * r * r) * (dot / N)[:, None]
-    store_segment(DX, r * wdy0 - x0 * c, rows, M, N, stride_dx, ROW, 0)
+    store_segment_at(DX, r * wdy0 - x0 * c, sdx, live, cols, ROW, 0)
     if ROW[1] > 0:
-        store_segment(DX, r * wdy1 - x1 * c, rows, M, N, stride_dx, ROW, 1)
+        store_segment_at(DX, r * wdy1 - x1 * c, sdx, live, cols, ROW, 1)
     if ROW[2] > 0:
-        store_segment(DX, r * wdy2 - x2 * c, rows, M, N, stride_dx, ROW, 2)
-    return acc0, acc1, acc2
+        store_segment_at(DX, r * wdy2 - x2 * c, sdx, live, cols, ROW, 2)
+    return acc0, acc1, acc2, c
 
 
 @triton.jit

@@ -209,3 +209,56 @@ def test_rows_whose_stride_is_less_aligned_than_their_width(name):
     with poisoned_outputs():
         dx, dw = STRATEGIES[name](dy, x2d, w, rstd)
     assert_backward_correct(dx, dw, x, w, dy)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("n", [37, 67, 1001, 2050, 3003])
+def test_split_persistent_backward_at_rows_starting_anywhere(n, dtype, monkeypatch):
+    """``split``: a grid of 16 programs (a multiple of the vector width) walks 53 rows of a width that is not a
+    multiple of 8, so each program's rows share their offset mod the vector, split into head, vector body and tail.
+    Against fp64 with poisoned outputs and partials; the split path ran (VEC > 0) and dγ is bit-exact on a rerun. A
+    grid that keeps no program's rows alike (3 programs) and a strided dy run unsplit, with the same answer."""
+    from rmsnorm_kernels.triton_backward import persistent
+
+    launched = []
+    real_fast = persistent.fast
+
+    def spy(kernel):
+        launcher = real_fast(kernel)
+
+        class Spy:
+            def __getitem__(self, grid):
+                def run(*args, **kwargs):
+                    launched.append((grid[0], kwargs.get("VEC")))
+                    return launcher[grid](*args, **kwargs)
+
+                return run
+
+        return Spy()
+
+    monkeypatch.setattr(persistent, "fast", spy)
+    config = BackwardConfig(rows=1, num_warps=4, stages=2, split=True)
+    x, w, dy = random_inputs((53, n), dtype)
+    dx, dw = run_backward(persistent_backward, x, w, dy, config=config, sm_count=16)
+    assert launched[-1] == (16, 16 // x.element_size())
+    assert_backward_correct(dx, dw, x, w, dy)
+    _, dw_again = run_backward(persistent_backward, x, w, dy, config=config, sm_count=16)
+    assert torch.equal(dw, dw_again)
+    dx, dw = run_backward(persistent_backward, x, w, dy, config=config, sm_count=12)  # 12 → 8 programs
+    assert launched[-1] == (8, 16 // x.element_size())
+    assert_backward_correct(dx, dw, x, w, dy)
+    dx, dw = run_backward(persistent_backward, x, w, dy, config=config, sm_count=3)
+    assert launched[-1] == (3, 0)
+    assert_backward_correct(dx, dw, x, w, dy)
+    wide_dy = torch.cat([dy, dy[:, :5]], dim=1)[:, :n]
+    dx, dw = run_backward(persistent_backward, x, w, wide_dy, config=config, sm_count=16)
+    assert launched[-1] == (16, 0)
+    assert_backward_correct(dx, dw, x, w, dy)
+
+
+def test_split_is_a_persistent_candidate_where_rows_are_not_aligned():
+    assert any(c.split for c in backward_candidates("persistent", 5299))
+    assert any(c.split for c in backward_candidates("persistent", 8298))
+    assert not any(c.split for c in backward_candidates("persistent", 8192))
+    assert not any(c.split for c in backward_candidates("workspace", 5299))
+    assert all(c.rows == 1 for c in backward_candidates("persistent", 5299) if c.split)
