@@ -89,6 +89,7 @@ def persistent_backward_resources(n: int, config=None, m: int = 16384) -> Resour
             "RELOAD_W": config.reload_weight,
             "USE_PDL": True,
             "ROW": row_layout(config, n).layout(),
+            "VEC": 0,
         },
         config.num_warps,
         stages,

@@ -57,7 +57,7 @@ def rmsnorm_bwd_persistent_kernel(
     RELOAD_W: tl.constexpr,
     USE_PDL: tl.constexpr,
     ROW: tl.constexpr,
-    VEC: tl.constexpr = 0,
+    VEC: tl.constexpr,
 ):
     allow_dependent_launch(USE_PDL)
     pid = tl.program_id(0)
