@@ -13,3 +13,25 @@ def random_inputs(shape, dtype, device="cpu"):
     w = 1.0 + 0.5 * torch.randn(n)
     dy = torch.randn(*shape)
     return x.to(device, dtype), w.to(device, dtype), dy.to(device, dtype)
+
+
+def spy_launches(monkeypatch, module, name):
+    """Every launch through ``module.fast`` from now on, as (programs, the constexpr ``name``): which path ran."""
+    launched = []
+    real_fast = module.fast
+
+    def spy(kernel):
+        launcher = real_fast(kernel)
+
+        class Spy:
+            def __getitem__(self, grid):
+                def run(*args, **kwargs):
+                    launched.append((grid[0], kwargs.get(name)))
+                    return launcher[grid](*args, **kwargs)
+
+                return run
+
+        return Spy()
+
+    monkeypatch.setattr(module, "fast", spy)
+    return launched

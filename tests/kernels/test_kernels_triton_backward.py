@@ -3,7 +3,7 @@ reference; determinism; launch grids."""
 
 import pytest
 import torch
-from kernel_inputs import DTYPES, ODD_N, random_inputs
+from kernel_inputs import DTYPES, ODD_N, random_inputs, spy_launches
 
 from rmsnorm_kernels.poison import poisoned_outputs
 from rmsnorm_kernels.reference import dx_scale, relative_error, rmsnorm_backward_reference, tolerance_for
@@ -220,23 +220,7 @@ def test_split_persistent_backward_at_rows_starting_anywhere(n, dtype, monkeypat
     grid that keeps no program's rows alike (3 programs) and a strided dy run unsplit, with the same answer."""
     from rmsnorm_kernels.triton_backward import persistent
 
-    launched = []
-    real_fast = persistent.fast
-
-    def spy(kernel):
-        launcher = real_fast(kernel)
-
-        class Spy:
-            def __getitem__(self, grid):
-                def run(*args, **kwargs):
-                    launched.append((grid[0], kwargs.get("VEC")))
-                    return launcher[grid](*args, **kwargs)
-
-                return run
-
-        return Spy()
-
-    monkeypatch.setattr(persistent, "fast", spy)
+    launched = spy_launches(monkeypatch, persistent, "VEC")
     config = BackwardConfig(rows=1, num_warps=4, stages=2, split=True)
     x, w, dy = random_inputs((53, n), dtype)
     dx, dw = run_backward(persistent_backward, x, w, dy, config=config, sm_count=16)

@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from kernel_inputs import DTYPES, ODD_N, random_inputs
+from kernel_inputs import DTYPES, ODD_N, random_inputs, spy_launches
 
 from rmsnorm_kernels.poison import poisoned_outputs
 from rmsnorm_kernels.reference import relative_error, rmsnorm_reference, tolerance_for
@@ -157,29 +157,13 @@ def test_split_chunked_forward_at_rows_starting_anywhere(n, dtype, monkeypatch):
     not 16-byte aligned, runs unsplit with the same answer."""
     from rmsnorm_kernels import triton_forward
 
-    launched = []
-    real_fast = triton_forward.fast
-
-    def spy(kernel):
-        launcher = real_fast(kernel)
-
-        class Spy:
-            def __getitem__(self, grid):
-                def run(*args, **kwargs):
-                    launched.append(kwargs.get("VEC"))
-                    return launcher[grid](*args, **kwargs)
-
-                return run
-
-        return Spy()
-
-    monkeypatch.setattr(triton_forward, "fast", spy)
+    launched = spy_launches(monkeypatch, triton_forward, "VEC")
     config = ForwardConfig("chunked", chunk=512, num_warps=4, split=True)
     x, w, _ = random_inputs((13, n), dtype)
     y_ref, rstd_ref = rmsnorm_reference(x, w, 1e-6)
     with poisoned_outputs():
         y, _, rstd = rmsnorm_forward(x, w, 1e-6, config=config)
-    assert launched[-1] == 16 // x.element_size()
+    assert launched[-1][1] == 16 // x.element_size()
     assert relative_error(y, y_ref) <= tolerance_for(dtype)
     assert relative_error(rstd, rstd_ref.reshape(-1)) <= 1e-6
     base = torch.cat([x, x[:, :3]], dim=1)[:, :n]  # row stride n + 3: y's is n
@@ -187,7 +171,7 @@ def test_split_chunked_forward_at_rows_starting_anywhere(n, dtype, monkeypatch):
     for other in (base, unaligned):
         with poisoned_outputs():
             y, _, _ = rmsnorm_forward(other, w, 1e-6, config=config)
-        assert launched[-1] == 0 and relative_error(y, y_ref) <= tolerance_for(dtype)
+        assert launched[-1][1] == 0 and relative_error(y, y_ref) <= tolerance_for(dtype)
 
 
 def test_split_is_offered_only_where_rows_are_not_aligned():
