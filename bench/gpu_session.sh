@@ -58,7 +58,7 @@ for phase in "$@"; do
     probe-band)
       # issue 33 (twentieth session): every candidate at the widths where we still trail vs the one in force, each
       # checked against fp64 first; through -c so that the tuner's spawned compile workers do not re-run it
-      timeout ${PROBE_S:-240} python3 -u -c 'exec(open("bench/probe_band.py").read())' 2>&1 | tee "$OUT/probe_band.log" | grep -v "^ *compiled" | tail -60
+      timeout ${PROBE_S:-300} python3 -u -c 'exec(open("bench/probe_band.py").read())' 2>&1 | tee "$OUT/probe_band.log" | grep -v "^ *compiled" | tail -100
       ;;
     cliff-mini)
       # issue 33 on little device time: ours (the table in force) against torch-native and Liger at widths the tune

@@ -1,10 +1,11 @@
 """Probe for the next device session (issue 33; docs/NOTES.md, twentieth session): every candidate the tuner knows,
 timed at the scan's widths where we still trail, against the configuration in force there — the forward from 8448 to
 11008 (89–95 % of the copy ceiling where torch.compile runs at 98 %), the persistent backward at the even widths
-that are not multiples of 8 (42–52 %, 0.70–0.82× QuACK) and at 768 (4 µs above the line from 512 to 1024). Each
-candidate is checked against fp64 first (`engine.tune.compile_all`). What it answers: is the miss the lookup's (a
-better candidate exists at that width) or the kernels'? Run as `python3 -u -c 'exec(open("bench/probe_band.py").read())'`
-(the compile workers are spawned); it goes once its numbers are in docs/."""
+that are not multiples of 8 (42–52 %, 0.70–0.82× QuACK) and at 768 (4 µs above the line from 512 to 1024), and
+the split kernels at odd widths. Each candidate is checked against fp64 first (`engine.tune.compile_all`). What it
+answers: is the miss the lookup's (a better candidate exists at that width) or the kernels'? Run as
+`python3 -u -c 'exec(open("bench/probe_band.py").read())'` (the compile workers are spawned); it goes once its
+numbers are in docs/."""
 
 import json
 import os
@@ -20,6 +21,10 @@ from rmsnorm_kernels import kernel_config as kc
 M = 16384
 CASES = [("fwd", n) for n in (8448, 8960, 9472, 9728, 9984, 10496, 10752, 11008)]
 CASES += [("persistent", n) for n in (768, 8298, 8450, 10668, 15678)]
+# the split kernels (tuner candidates since the twentieth session) where rows do not start aligned
+CASES += [(kind, n) for kind in ("fwd", "persistent") for n in (5299, 14155, 15651)] + [
+    ("fwd", n) for n in (8298, 15678)
+]
 dev = torch.device("cuda", 0)
 info = devices.describe(dev)
 ceil = measure_copy(dev, nbytes=None).GBps
