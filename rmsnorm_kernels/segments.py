@@ -102,6 +102,28 @@ def known_multiple(value, ALIGN: tl.constexpr):
     return value
 
 
+def split_vector(*rows2d) -> int:
+    """The vector width (elements) a split row may use for these [M, N] tensors — a head up to the next 16-byte
+    boundary, a body of whole vectors, a tail (`split_row`) — or 0 where one head cannot serve them all: their rows
+    must share one stride and start from 16-byte aligned bases."""
+    same_stride = len({t.stride(0) for t in rows2d}) == 1
+    aligned_bases = not any(t.data_ptr() & 15 for t in rows2d)
+    return 16 // rows2d[0].element_size() if same_stride and aligned_bases else 0
+
+
+@triton.jit
+def split_row(start, N, VEC: tl.constexpr):
+    """A row starting at element offset ``start`` as (head, body, edge_cols, edge_live): the head runs up to the next
+    VEC-element boundary (fewer than VEC columns), the body is whole vectors from there (the compiler may load it
+    16 bytes at a time), and the head's and tail's columns are ``edge_cols`` [2·VEC] where ``edge_live``."""
+    head = tl.minimum((VEC - start % VEC) % VEC, N)
+    body = (N - head) // VEC * VEC
+    edge = tl.arange(0, 2 * VEC)
+    edge_cols = tl.where(edge < VEC, edge, head + body + edge - VEC)
+    edge_live = tl.where(edge < VEC, edge < head, edge_cols < N)
+    return head, body, edge_cols, edge_live
+
+
 @triton.jit
 def row_starts(rows, stride, ROW: tl.constexpr):
     """Where ``rows`` start (int64 offsets in elements), as multiples of the rows' alignment the compiler knows."""

@@ -29,7 +29,15 @@ from rmsnorm_kernels.kernel_config import ForwardConfig, config_for, row_layout
 from rmsnorm_kernels.launch_plans import PlanCache
 from rmsnorm_kernels.limits import MAX_N
 from rmsnorm_kernels.poison import new_output
-from rmsnorm_kernels.segments import known_multiple, row_alignment, load_segment, load_vector, store_segment
+from rmsnorm_kernels.segments import (
+    known_multiple,
+    load_segment,
+    load_vector,
+    row_alignment,
+    split_row,
+    split_vector,
+    store_segment,
+)
 from rmsnorm_kernels.triton_mode import arch
 from rmsnorm_kernels.validation import validate_rmsnorm_inputs
 
@@ -76,14 +84,10 @@ def rmsnorm_fwd_chunked_kernel(
         # a time. x and y share the head: the launch gives them one stride and 16-byte aligned bases. γ's columns
         # shift with the head: its loads stay narrow (γ is in L2 after the first rows).
         start = row * stride_x
-        head = tl.minimum((VEC - start % VEC) % VEC, N)
-        body = (N - head) // VEC * VEC
+        head, body, edge_cols, edge_mask = split_row(start, N, VEC)
         x_row = X + tl.multiple_of(start + head, VEC)
         y_row = Y + tl.multiple_of(start + head, VEC)
         w_row = W + head
-        edge = tl.arange(0, 2 * VEC)
-        edge_cols = tl.where(edge < VEC, edge, head + body + edge - VEC)
-        edge_mask = tl.where(edge < VEC, edge < head, edge_cols < N)
         x_edge = tl.load(X + start + edge_cols, mask=edge_mask, other=0.0).to(tl.float32)
         squares_edge = tl.sum(x_edge * x_edge, axis=0)
         limit = body
@@ -198,12 +202,7 @@ def _forward(x, weight, eps, config):
     strides = (x2d.stride(0), y2d.stride(0))
     if config.kernel == "chunked":
         align = row_alignment(n, strides, x2d.element_size())
-        # the split needs what its head assumes (one stride, 16-byte aligned bases); otherwise the same answer unsplit
-        vec = (
-            16 // x2d.element_size()
-            if config.split and strides[0] == strides[1] and not ((x2d.data_ptr() | y2d.data_ptr()) & 15)
-            else 0
-        )
+        vec = split_vector(x2d, y2d) if config.split else 0  # 0: the same answer unsplit
         fast(rmsnorm_fwd_chunked_kernel)[(m,)](
             x2d, w, y2d, rstd, *strides, n, eps, CHUNK=config.chunk, ALIGN=align, VEC=vec, num_warps=config.num_warps
         )

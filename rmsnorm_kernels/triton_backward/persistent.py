@@ -24,6 +24,7 @@ from rmsnorm_kernels.fast_launch import fast
 from rmsnorm_kernels.kernel_config import BackwardConfig, config_for, row_layout, split_layout
 from rmsnorm_kernels.limits import DEFAULT_SM_COUNT
 from rmsnorm_kernels.poison import new_output
+from rmsnorm_kernels.segments import split_row, split_vector
 from rmsnorm_kernels.triton_backward.column_sum import allow_dependent_launch, column_sum
 from rmsnorm_kernels.triton_backward.dx import (
     launch_layout,
@@ -62,11 +63,7 @@ def rmsnorm_bwd_persistent_kernel(
     allow_dependent_launch(USE_PDL)
     pid = tl.program_id(0)
     if VEC > 0:  # split: x, dy and dx share one row stride (the launch checked), ROWS = 1
-        head = tl.minimum((VEC - (pid.to(tl.int64) * stride_x) % VEC) % VEC, N)
-        body = (N - head) // VEC * VEC
-        edge = tl.arange(0, 2 * VEC)
-        edge_cols = tl.where(edge < VEC, edge, head + body + edge - VEC)
-        edge_live = tl.where(edge < VEC, edge < head, edge_cols < N)
+        head, body, edge_cols, edge_live = split_row(pid.to(tl.int64) * stride_x, N, VEC)
         w_edge = tl.load(W + edge_cols, mask=edge_live, other=0.0).to(tl.float32)
         acc_edge = tl.zeros([ROWS, 2 * VEC], dtype=tl.float32)
         w_body = W + head
@@ -138,15 +135,14 @@ SPLIT_GRID = 8
 """``split`` grids are a multiple of this: the vector width in elements of 2-byte dtypes (4 for fp32 divides it)."""
 
 
-def split_vector(config: BackwardConfig, x2d, dy2d, dx, programs: int, tiles: int) -> int:
-    """The vector width the split backward runs with (elements), or 0 where its assumptions do not hold — one tile a
-    row, one row stride for x, dy and dx, 16-byte aligned bases, a grid that keeps each program's rows alike, rows of
-    at least 4 vectors: then the same launch unsplit."""
-    vec = 16 // x2d.element_size()
-    strides = {x2d.stride(0), dy2d.stride(0), dx.stride(0)}
-    ok = config.split and config.rows == 1 and len(strides) == 1 and x2d.shape[1] >= 4 * vec
-    ok = ok and not ((x2d.data_ptr() | dy2d.data_ptr() | dx.data_ptr()) & 15)
-    return vec if ok and (programs % vec == 0 or tiles <= programs) else 0
+def persistent_split(config: BackwardConfig, x2d, dy2d, dx, programs: int, tiles: int) -> int:
+    """The vector width the split backward runs with (elements), or 0 where its assumptions do not hold — x, dy and
+    dx split alike (`segments.split_vector`), one tile a row, a grid that keeps each program's rows alike, rows of at
+    least 4 vectors: then the same launch unsplit."""
+    if not (config.split and config.rows == 1):
+        return 0
+    vec = split_vector(x2d, dy2d, dx)
+    return vec if vec and x2d.shape[1] >= 4 * vec and (programs % vec == 0 or tiles <= programs) else 0
 
 
 PERSISTENT = BackwardFamily(
@@ -187,7 +183,7 @@ def persistent_backward(
     config = config or backward_config("persistent", m, n, x2d.device)
     tiles, programs = persistent_plan(m, n, sm_count or device_sm_count(x2d.device), config)
     dx = new_output(x2d.shape, x2d.dtype, x2d.device)
-    vec = split_vector(config, x2d, dy2d, dx, programs, tiles)
+    vec = persistent_split(config, x2d, dy2d, dx, programs, tiles)
     partial = new_output((programs, n), torch.float32, x2d.device)
     pdl = dependent_launch(x2d.device) if pdl is None else pdl
     fast(rmsnorm_bwd_persistent_kernel)[(programs,)](
