@@ -1,11 +1,11 @@
-"""One result file from a sweep measured in several launches: a long sweep cut short (a device call's time limit), then
-its missing shapes measured in a launch of their own on the same GPU, code and configuration table.
+"""One result file from a sweep measured in several launches: a long sweep cut short (a device call's time limit),
+then its missing shapes measured in a launch of their own on the same GPU, code and configuration table.
 
-    merge_runs([first, second, …])   → a RunFile: the first's header (``merged_from`` lists every launch), each case's
-                                       row from the latest launch that measured it, the summary recomputed
+    merge_runs([first, second, …])   → a RunFile: the first's header (``merged_from`` lists every launch), each
+                                       case's row from the latest launch that measured it, the summary recomputed
 
-Launches are merged only when they measured alike — same GPU (by UUID, else name), commit, versions, timing mode and
-kernel table — since each row's % of the ceiling is its own launch's; otherwise ValueError says what differs. The
+Launches are merged only when they measured alike — same GPU (by UUID, else name), commit, versions, timing mode
+and kernel table — since each row's % of the ceiling is its own launch's; otherwise ValueError says what differs. The
 result is complete when every case of the first launch's sweep (implementations × passes × dtypes × M × N) has a row.
 """
 

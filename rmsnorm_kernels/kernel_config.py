@@ -7,11 +7,11 @@ A kernel's choices (tile rows, warps, programs per SM, pipeline stages, which fo
    names another file), read by **nearest neighbour**: the tuned width nearest N on a log scale among those of
    the same layout class (`layout_class`: how many power-of-two segments the row has, whether the last is masked,
    how many elements the rows' starts are aligned to) within `CLASS_WINDOW` octaves, else of the same alignment
-   within `ALIGNMENT_WINDOW`, else aligned or not alike within it, else among all; then the tuned row count nearest M. Every configuration is valid at every
-   width (the row layout comes from N itself, `rmsnorm_kernels.segments.row_segments`), so a width nobody measured
-   gets a measured neighbour's choice, never an untested fallback — unless that choice would hold more than a
-   thread's registers here than at its own width (more segments, a masked one, scalar loads: `register_slack`), when
-   the next nearest is taken;
+   within `ALIGNMENT_WINDOW`, else aligned or not alike within it, else among all; then the tuned row count nearest
+   M. Every configuration is valid at every width (the row layout comes from N itself,
+   `rmsnorm_kernels.segments.row_segments`), so a width nobody measured gets a measured neighbour's choice, never an
+   untested fallback — unless that choice would hold more than a thread's registers here than at its own width (more
+   segments, a masked one, scalar loads: `register_slack`), when the next nearest is taken;
 2. else **the rule** (`rule_forward`, `rule_backward`), which a GPU with no table gets and which the tuner
    searches around. It is a memory-bound kernel's rule of thumb, in elements of the padded row P:
 
@@ -390,10 +390,11 @@ class ConfigTable:
 
     def _search(self, kind: str, n: int, m: int):
         """The configuration of the measured (N, M) nearest (n, m): the nearest width on a log scale of the same
-        `layout_class` within `CLASS_WINDOW` octaves, else the nearest of the same alignment within `ALIGNMENT_WINDOW`,
-        else the nearest as (un)aligned (`aligned`) within it, else the nearest width; then the nearest row count. A backward configuration that would hold more than a
-        thread's registers at ``n`` than at the width it was measured at (`register_slack`: more segments, a masked
-        one, scalar loads) is passed over for the next. None when no entry fits."""
+        `layout_class` within `CLASS_WINDOW` octaves, else the nearest of the same alignment within
+        `ALIGNMENT_WINDOW`, else the nearest as (un)aligned (`aligned`) within it, else the nearest width; then the
+        nearest row count. A backward configuration that would hold more than a thread's registers at ``n`` than at
+        the width it was measured at (`register_slack`: more segments, a masked one, scalar loads) is passed over for
+        the next. None when no entry fits."""
         rows = self.entries.get(kind)
         if not rows:
             return None

@@ -50,9 +50,9 @@ def rmsnorm_bwd_segments(
     X, DY, DX, r, w0, w1, w2, acc0, acc1, acc2, live, sx, sdy, sdx, cols, N, dot_rest, ROW: tl.constexpr
 ):
     """`rmsnorm_bwd_rows` over the segments of ``ROW`` of rows starting at ``sx sdy sdx`` (``live``: which exist;
-    ``r``: their rstd, [ROWS, 1]), columns below ``cols``; ``dot_rest``: Σγ·dy·x of the row's other columns (the split
-    backward's head and tail) or None. Returns the accumulators and c = rstd³·mean(γ·dy·x), [ROWS, 1], which the
-    other columns' dx needs."""
+    ``r``: their rstd, [ROWS, 1]), columns below ``cols``; ``dot_rest``: Σγ·dy·x of the row's other columns (the
+    split backward's head and tail) or None. Returns the accumulators and c = rstd³·mean(γ·dy·x), [ROWS, 1], which
+    the other columns' dx needs."""
     x0 = load_segment_at(X, sx, live, cols, ROW, 0)
     dy0 = load_segment_at(DY, sdy, live, cols, ROW, 0)
     wdy0 = w0[None, :] * dy0
