@@ -34,7 +34,7 @@ def merge_runs(runs: Sequence[RunFile]) -> RunFile:
     if len(runs) < 2:
         raise ValueError("merging needs two result files or more")
     # by time: the header's (to the second), then the first row's start (two launches within one second)
-    runs = sorted(runs, key=lambda r: (r.run.created_at, min((row.started_at or 0.0 for row in r.rows), default=0.0)))
+    runs = sorted(runs, key=lambda r: (r.run.created_at, min((row.started_at for row in r.rows), default=0.0)))
     first = runs[0].run
     for what, key in ALIKE.items():
         values = {repr(key(r.run)) for r in runs}
