@@ -77,7 +77,10 @@ def cmd_merge(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         merged = merge_runs([_read_run_file(parser, path) for path in args.files])
     except ValueError as exc:
         parser.error(str(exc))
-    args.out.write_text(merged.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    try:
+        args.out.write_text(merged.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    except OSError as exc:
+        parser.error(f"cannot write {args.out}: {exc.strerror or exc}")
     s = merged.summary
     print(f"wrote {args.out}: {s['rows']} rows ({s['ok']} ok), {'complete' if s['complete'] else 'incomplete'}")
     return 0

@@ -90,3 +90,8 @@ def test_launches_that_measured_differently_are_refused(registry, tmp_path, caps
     with pytest.raises(SystemExit) as exit_:
         main(["merge", str(a), str(a), "--out", str(tmp_path / "m.json")])
     assert exit_.value.code == 2 and "not a result file" in capsys.readouterr().err
+    good = tmp_path / "good.json"
+    good.write_text(first.model_dump_json())
+    with pytest.raises(SystemExit) as exit_:
+        main(["merge", str(good), str(good), "--out", str(tmp_path / "no-such-dir" / "m.json")])
+    assert exit_.value.code == 2 and "cannot write" in capsys.readouterr().err
