@@ -15,7 +15,9 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
+from app.first_look import first_look_runs
 from app.settings import Settings, get_settings
+from app.state import Service, get_service
 from engine.device import package_version
 
 router = APIRouter(tags=["pages"])
@@ -55,8 +57,11 @@ def plotly_style_ids(static_dir: Path) -> tuple[str, ...]:
 
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
-def index(request: Request, settings: Settings = Depends(get_settings)) -> HTMLResponse:
-    """The dashboard: run panel, charts, history and the loading dock."""
+def index(
+    request: Request, settings: Settings = Depends(get_settings), service: Service = Depends(get_service)
+) -> HTMLResponse:
+    """The dashboard: run panel, charts, history and the loading dock. The first look's runs are named in the page
+    and preloaded by it: fetched while plotly.js is parsed, not after (issue 35)."""
     return templates_in(Path(settings.templates_dir)).TemplateResponse(
         request,
         "index.html",
@@ -64,5 +69,6 @@ def index(request: Request, settings: Settings = Depends(get_settings)) -> HTMLR
             "version": package_version(),
             "modules": page_modules(settings.static_dir),
             "plotly_style_ids": plotly_style_ids(Path(settings.static_dir)),
+            "first_look": [r["run_id"] for r in first_look_runs(service.store.list_runs())],
         },
     )

@@ -166,7 +166,7 @@ async function main() {
     charts.plotlyArrived();
     views.changed();
   });
-  // dashA: the runs the URL names, else the first-look run (firstLookRun); then the URL's view, filters, baseline.
+  // dashA: the runs the URL names, else the first look (firstLookRuns); then the URL's view, filters, baseline.
   await openFirstLook({ history, views, dock });
   charts.doneLoading();
   await drawn;

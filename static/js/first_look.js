@@ -1,55 +1,17 @@
-// What the page opens with (issues 17, 35): the runs a URL names, else the first look (firstLookRuns: the newest
-// complete run of both passes of the newest GPU device, or its forward and backward runs of one session); and a
-// live run drawn over the stored run that was open (its baseline), at the live sweep's shapes, every M shown.
+// What the page opens with (issues 17, 35): the runs a URL names, else the first look (firstLookRuns); and a live run
+// drawn over the stored run that was open (its baseline), at the live sweep's shapes, every M shown.
 
 import { getRun } from "./api.js";
 import { dockRunFor } from "./dock_data.js";
 import { readUrlState } from "./url_state.js";
 
-const has = (r, p) => (r.passes ?? []).includes(p);
-const bothPasses = (r) => has(r, "fwd") && has(r, "bwd");
-const onlyPass = (r, p) => (r.passes ?? []).length === 1 && has(r, p);
-const day = (r) => String(r.created_at ?? "").slice(0, 10);
-const newer = (a, b) => (String(a.created_at ?? "") > String(b.created_at ?? "") ? a : b);
-
-// The runs a first visit opens, from the listing of GET /api/runs (newest first), the first opened, the second
-// (if any) overlaid:
-// 1. the GPU runs with a measured row; of them the complete ones (not cut short), when there are any;
-// 2. the newest GPU device: the device of the newest of those; only its runs go on;
-// 3. candidates: each run that measured both passes; and each backward-only run paired with the newest
-//    forward-only run of the same commit and day (one session's two files: backward first, the dock's pass);
-//    when there is no candidate, each run alone (a device with runs of one pass only);
-// 4. of the candidates of the newest day (a candidate's day: its newest run's UTC date), the one with the most
-//    implementations, then the most measured rows, then the newest (a day's thin side run, e.g. one
-//    implementation re-measured, does not hide its full comparison); a full tie keeps the first built.
-// [] when no GPU run is stored. first_look_rule.py (the tests) mirrors this.
+// The first look's run ids, chosen by the service from its listing (app/first_look.py: the newest complete run of
+// both passes of the newest GPU device, or its forward and backward runs of one session) and named in the page, which
+// preloads them; the listings of those runs in `runs` (GET /api/runs), the first opened, the second overlaid.
 export function firstLookRuns(runs) {
-  const gpu = (runs ?? []).filter((r) => r.kind === "cuda" && (r.counts?.ok ?? 0) > 0);
-  if (!gpu.length) return [];
-  const complete = gpu.filter((r) => r.complete !== false);
-  const pool = complete.length ? complete : gpu;
-  const device = pool.reduce(newer).device_name;
-  const mine = pool.filter((r) => r.device_name === device);
-  let units = mine.filter(bothPasses).map((r) => [r]);
-  for (const b of mine.filter((r) => onlyPass(r, "bwd"))) {
-    const fwd = mine.filter((f) => onlyPass(f, "fwd") && f.git_commit === b.git_commit && day(f) === day(b));
-    if (fwd.length) units.push([b, fwd.reduce(newer)]);
-  }
-  if (!units.length) units = mine.map((r) => [r]);
-  const unitDay = (u) => day(u.reduce(newer));
-  const newestDay = units.map(unitDay).reduce((a, b) => (b > a ? b : a));
-  const rank = (u) => [new Set(u.flatMap((r) => r.implementations ?? [])).size,
-    u.reduce((n, r) => n + (r.counts?.ok ?? 0), 0), String(u.reduce(newer).created_at ?? "")];
-  const better = (a, b) => {
-    const [x, y] = [rank(a), rank(b)];
-    for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return x[i] > y[i];
-    return false;
-  };
-  return units.filter((u) => unitDay(u) === newestDay).reduce((best, u) => (better(u, best) ? u : best));
+  const ids = (document.querySelector('meta[name="first-look"]')?.content ?? "").split(" ").filter(Boolean);
+  return ids.map((id) => (runs ?? []).find((r) => r.run_id === id)).filter(Boolean);
 }
-
-// The first of them (the run the table, the summary line and the dock start with); null when none.
-export const firstLookRun = (runs) => firstLookRuns(runs)[0] ?? null;
 
 // After the next frame is painted.
 const painted = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 from browser_paths import COMMITTED_RESULTS
-from first_look_rule import first_look_runs
+from app.first_look import first_look_runs
 
 pytestmark = [
     pytest.mark.browser,

@@ -10,7 +10,7 @@ import uuid
 import pytest
 from browser_paths import COMMITTED_RESULTS
 from chart_helpers import default_m
-from first_look_rule import first_look_run
+from app.first_look import first_look_runs
 from history_helpers import click_and_wait, opens
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
@@ -135,7 +135,7 @@ def test_a_bad_file_is_refused_readably(make_page, guard, tmp_path):
 def test_reopening_the_shown_run_counts_only_when_drawn(make_page, server):
     """Open on the run already shown (the first look's): the row is `.shown` before the click's fetch returns, so
     only the table's open count says that the open finished; a filter set after it is not reset by a late open."""
-    run_id = first_look_run(server.get("/api/runs"))["run_id"]
+    run_id = first_look_runs(server.get("/api/runs"))[0]["run_id"]
     page = make_page()
     held = []  # the run's fetch, held at the route until the test lets it go
     page.route(f"**/api/runs/{run_id}", lambda route: held.append(route))

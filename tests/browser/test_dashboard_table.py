@@ -1,5 +1,5 @@
 """The first look and the per-shape table (issue 17): a first visit opens the first-look run (the newest day's
-broadest GPU run, first_look_rule.py), and the page's rule picks as documented on made-up listings; the table's ★
+broadest GPU run, app/first_look.py), the page names and preloads it; the table's ★
 is the API summary's `best` for every shape; a `wrong` row (the engine's correctness gate) is marked and never
 starred even when it is the fastest; skipped rows are hidden; GB/s and speedups are the stored values; sorting."""
 
@@ -11,9 +11,9 @@ import uuid
 
 import pytest
 from browser_paths import COMMITTED_RESULTS
-from first_look_rule import first_look_run, first_look_runs
 from history_helpers import click_and_wait
 
+from app.first_look import first_look_runs
 from engine.summary import summarize
 
 pytestmark = [
@@ -34,9 +34,9 @@ def sig3(v):
 
 
 def first_look(server):
-    run = first_look_run(server.get("/api/runs"))
-    assert run, "the committed GPU runs should be stored"
-    return run
+    runs = first_look_runs(server.get("/api/runs"))
+    assert runs, "the committed GPU runs should be stored"
+    return runs[0]
 
 
 def set_filters(page, dtype="all", m="all"):
@@ -107,127 +107,6 @@ def test_first_visit_opens_the_first_look_run(make_page, server):
         if r["pass"] == "bwd" and r["status"] == "ok"
     }
     assert drawn and all(math.isclose(y, stored[(i, m, n, d)], rel_tol=1e-9) for i, m, n, d, y in drawn)
-
-
-def listing(
-    run_id, created_at, impls, passes=("bwd", "fwd"), ok=10, kind="cuda", device="GPU A", complete=True, commit="c1"
-):
-    return {
-        "run_id": run_id,
-        "created_at": created_at,
-        "kind": kind,
-        "rows": ok,
-        "counts": {"ok": ok},
-        "implementations": [f"impl-{i}" for i in range(impls)],
-        "passes": list(passes),
-        "device_name": device,
-        "complete": complete,
-        "git_commit": commit,
-    }
-
-
-@pytest.mark.parametrize(
-    "runs, chosen",
-    [
-        # A thin side run on the newest day does not hide that day's broad comparison (issue 17: the QuACK-only run).
-        (
-            [
-                listing("side", "2026-12-03T08:40:00Z", 3),
-                listing("broad", "2026-12-03T08:16:00Z", 6),
-                listing("older", "2026-12-02T16:00:00Z", 9),
-            ],
-            ["broad"],
-        ),
-        # An older day's run never wins over the newest day's, however broad; CPU runs and runs without a measured row
-        # never count.
-        (
-            [
-                listing("cpu", "2026-12-04T09:00:00Z", 9, kind="cpu"),
-                listing("empty", "2026-12-04T08:00:00Z", 9, ok=0),
-                listing("today", "2026-12-03T07:00:00Z", 2),
-                listing("yesterday", "2026-12-02T07:00:00Z", 9),
-            ],
-            ["today"],
-        ),
-        # Both passes before the number of implementations; then the most measured rows; then the newest.
-        (
-            [
-                listing("fwd-only", "2026-12-03T10:00:00Z", 8, passes=("fwd",)),
-                listing("both", "2026-12-03T09:00:00Z", 4),
-            ],
-            ["both"],
-        ),
-        (
-            [
-                listing("few-rows", "2026-12-03T10:00:00Z", 5, ok=96),
-                listing("many-rows", "2026-12-03T09:00:00Z", 5, ok=336),
-            ],
-            ["many-rows"],
-        ),
-        ([listing("new", "2026-12-03T10:00:00Z", 5), listing("old", "2026-12-03T09:00:00Z", 5)], ["new"]),
-        ([listing("cpu", "2026-12-03T10:00:00Z", 5, kind="cpu")], []),
-        # A newer day's run of one pass does not hide an older day's run of both (a forward-only sweep of 2026-12-04).
-        (
-            [
-                listing("fwd-today", "2026-12-04T03:22:00Z", 4, passes=("fwd",)),
-                listing("both-yesterday", "2026-12-03T08:16:00Z", 6),
-                listing("both-older", "2026-12-02T16:00:00Z", 9),
-            ],
-            ["both-yesterday"],
-        ),
-        # Issue 35: one session's forward and backward files (one commit, one day) open together, backward first...
-        (
-            [
-                listing("fwd-today", "2026-12-04T03:22:00Z", 4, passes=("fwd",)),
-                listing("bwd-today", "2026-12-04T02:00:00Z", 2, passes=("bwd",)),
-                listing("fwd-older", "2026-12-02T16:00:00Z", 9, passes=("fwd",)),
-            ],
-            ["bwd-today", "fwd-today"],
-        ),
-        # ... but not files of two commits: then the newest day's broadest single run.
-        (
-            [
-                listing("fwd-today", "2026-12-04T03:22:00Z", 4, passes=("fwd",), commit="c2"),
-                listing("bwd-today", "2026-12-04T02:00:00Z", 2, passes=("bwd",)),
-            ],
-            ["fwd-today"],
-        ),
-        # A run cut short never opens first while a complete one is stored (the fp16 "partial" file of issue 35) ...
-        (
-            [
-                listing("partial-new", "2026-12-04T14:35:00Z", 6, complete=False),
-                listing("whole", "2026-12-03T08:20:00Z", 5),
-            ],
-            ["whole"],
-        ),
-        # ... unless every GPU run is partial.
-        (
-            [
-                listing("partial-a", "2026-12-04T14:35:00Z", 6, complete=False),
-                listing("partial-b", "2026-12-03T08:20:00Z", 9, complete=False),
-            ],
-            ["partial-a"],
-        ),
-        # The newest GPU device: an H100 session of two files, newer than an H200 run of both passes, opens first.
-        (
-            [
-                listing("h100-bwd", "2026-12-06T04:37:00Z", 5, passes=("bwd",), device="H100"),
-                listing("h100-fwd", "2026-12-06T04:29:00Z", 5, passes=("fwd",), device="H100"),
-                listing("h200-fwd", "2026-12-06T03:06:00Z", 4, passes=("fwd",), device="H200"),
-                listing("h200-both", "2026-12-03T08:20:00Z", 9, device="H200"),
-            ],
-            ["h100-bwd", "h100-fwd"],
-        ),
-    ],
-)
-def test_the_page_rule_picks_the_documented_run(make_page, runs, chosen):
-    """The page's firstLookRuns, on made-up listings, against the rule as documented (first_look_rule.py)."""
-    page = make_page()
-    picked = page.evaluate(
-        "async (runs) => (await import('/static/js/first_look.js')).firstLookRuns(runs).map((r) => r.run_id)", runs
-    )
-    assert picked == chosen
-    assert [r["run_id"] for r in first_look_runs(runs)] == chosen
 
 
 def test_the_first_look_over_the_committed_runs_is_complete_and_of_the_newest_device(server):

@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 from browser_paths import COMMITTED_RESULTS
-from first_look_rule import first_look_run, first_look_runs
+from app.first_look import first_look_runs
 from history_helpers import click_and_wait
 
 pytestmark = [
@@ -221,7 +221,7 @@ def test_a_bad_url_falls_back_to_the_first_look(make_page, server, guard):
     """Unknown run ids and values in the URL are ignored: the page opens the first-look run, says what it could
     not open, and never throws."""
     guard.expect_http_error(404)
-    newest = first_look_run(server.get("/api/runs"))
+    newest = first_look_runs(server.get("/api/runs"))[0]
     page = make_page(path="/?runs=no-such-run-1&view=bogus&dtype=int3&M=abc&baseline=nobody&sort=GBps.sideways")
     page.wait_for_function(
         "(id) => document.querySelector(`#history-table tbody tr[data-run-id='${id}'].shown`)", arg=newest["run_id"]
