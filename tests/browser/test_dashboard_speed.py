@@ -2,16 +2,20 @@
 on it, so the time to the first chart (a fresh browser context: nothing cached) is measured against a reference
 page's (the same plotly bundle from the service, one small chart drawn) in the same browser, interleaved, medians of a
 few tries. Also what makes it fast, each checked directly: plotly's
-basic bundle, compressed; every module fetched at once (modulepreload); the first GETs preloaded by the HTML, each
-asked for once; the charts say they are loading instead of
+basic bundle, compressed, asked for at high priority; every module fetched at once (modulepreload); the first GETs
+and the first look's runs preloaded by the HTML, each asked for once; the charts say they are loading instead of
 drawing empty axes under "No results yet"."""
 
+import re
 import statistics
 import time
+import urllib.request
 from urllib.parse import urlparse
 
 import pytest
 from browser_paths import COMMITTED_RESULTS
+
+from app.first_look import first_look_runs
 
 
 pytestmark = [
@@ -141,9 +145,15 @@ def test_first_charts_come_quickly(browser, server, guard, capsys):
     assert not late, f"modules requested only after another arrived: {late}"
     # The page's first GETs asked for by the HTML (preload), before any module has arrived, each once: the page's
     # own fetch takes the preloaded answer instead of asking again.
-    for path in ("/api/health", "/api/implementations", "/api/presets", "/api/runs"):
+    # So are the first look's runs, which the service chose (app/first_look.py) and named in the page.
+    first_look = [f"/api/runs/{r['run_id']}" for r in first_look_runs(server.get("/api/runs"))]
+    assert first_look
+    for path in ("/api/health", "/api/implementations", "/api/presets", "/api/runs", *first_look):
         hits = [r for r in resources if urlparse(r["name"]).path == path]
         assert len(hits) == 1 and hits[0]["start"] < first_done, (path, hits, first_done)
+    # plotly.js asked for at high priority (an async script's default is low: it arrived after the modules).
+    html = urllib.request.urlopen(server.url + "/").read().decode()
+    assert re.search(r'<script id="plotly-js"[^>]* async fetchpriority="high">', html), html[:2000]
     assert chart / reference < MAX_RATIO, (
         f"first chart {chart:.2f} s is {chart / reference:.1f}x the reference page's {reference:.2f} s"
     )
