@@ -126,14 +126,14 @@ for phase in "$@"; do
       # with the rows so far every 30 s, so models-wait can bring a running sweep's rows back.
       rm -f "$KEEP/sweep.done" "$KEEP/sweep.log" "$KEEP"/models-*.json
       preset=${SWEEP_PRESET:-models}; extra=${SWEEP_EXTRA:-}
-      # SWEEP_SPLIT=1: the forward pass (ours: triton) then the backward pass (ours: triton-persistent), both dtypes
-      # in each, two files (models-fwd.json, models-bwd.json) within one SWEEP_S: the rows nobody reads (the same
+      # SWEEP_SPLIT=1: the forward pass (ours: triton) then the backward pass (ours: triton-persistent; SWEEP_PASSES="bwd
+      # fwd" turns the order round), both dtypes in each, two files (models-fwd.json, models-bwd.json) within one SWEEP_S: the rows nobody reads (the same
       # forward kernel under a second name, the non-persistent backward) are not measured
       impls=${SWEEP_IMPLS:-torch-native,torch-compile,liger,quack,triton,triton-persistent}
       peers=${SWEEP_PEERS:-torch-native,torch-compile,liger,quack}
       if [ -n "${SWEEP_SPLIT:-}" ]; then
         (setsid bash -c "end=\$(( \$(date +%s) + ${SWEEP_S:-1500} ));
-          for pass in fwd bwd; do
+          for pass in ${SWEEP_PASSES:-fwd bwd}; do
             ours=${SWEEP_OURS_FWD:-triton}; [ \$pass = bwd ] && ours=${SWEEP_OURS_BWD:-triton-persistent};
             left=\$(( end - \$(date +%s) )); [ \$left -gt 10 ] || break;
             timeout -s INT \$left python3 -m rmsnorm_dash bench --preset $preset $extra --pass \$pass --impl $peers,\$ours \
