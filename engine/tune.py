@@ -37,10 +37,11 @@ from engine.timing import measure, needs_flush, rotating_sets
 from rmsnorm_kernels import kernel_config
 from rmsnorm_kernels.kernel_config import KINDS, candidates, config_from_dict, config_to_dict, rule
 
-LAYOUT_STEPS = (1, 1.25, 1.375, 1.4375, 1.5, 1.75, 1.875)
-"""Where in each octave the grid measures: one segment, two (1.25, 1.5), three (1.375, 1.75) and three with the
-last masked (1.4375, 1.875): every `kernel_config.layout_class` twice an octave, so the lookup finds a width of
-the same class within a third of an octave of any N (`kernel_config.CLASS_WINDOW`)."""
+LAYOUT_STEPS = (1, 1.0625, 1.25, 1.375, 1.4375, 1.5, 1.75, 1.875)
+"""Where in each octave the grid measures: one segment, two (1.0625, 1.25, 1.5), three (1.375, 1.75) and three with
+the last masked (1.4375, 1.875): every `kernel_config.layout_class` twice an octave, so the lookup finds a width of
+the same class within a third of an octave of any N (`kernel_config.CLASS_WINDOW`). 1.0625 is a second segment of a
+sixteenth: 4352 and 8448 borrowed 5120's and 10240's configuration, made for a second segment of a quarter."""
 UNALIGNED_WIDTHS = (1001, 2999, 4999, 7001, 12001, 1002, 3002, 5002, 7002, 12002, 1004, 3004, 5004, 7004, 12004)
 """Rows that are not 16-byte aligned, each alignment its own class (`kernel_config.layout_class`): odd (2-byte
 loads), N ≡ 2 mod 4 (4-byte loads) and N ≡ 4 mod 8 (8-byte loads). The scan's random widths 8298, 8450 and 15678
@@ -49,7 +50,7 @@ QuACK (H100, 2026-12-07)."""
 TUNE_WIDTHS = tuple(
     sorted({128, 16384, *UNALIGNED_WIDTHS, *(int((1 << a) * step) for a in range(8, 14) for step in LAYOUT_STEPS)})
 )
-"""59 widths: the layout classes of every octave from 256 to 16 K, and the unaligned ones."""
+"""65 widths: the layout classes of every octave from 256 to 16 K, and the unaligned ones."""
 TUNE_M = (4096, 32768)
 """Two row counts, one on each side of the presets' 16384: the lookup takes the nearer one."""
 QUICK_WIDTHS = (256, 1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384)
