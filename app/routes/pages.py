@@ -7,6 +7,7 @@ the settings' (`Settings.templates_dir`), the version the engine's (`engine.devi
 
 from __future__ import annotations
 
+import logging
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -20,6 +21,7 @@ from app.settings import Settings, get_settings
 from app.state import Service, get_service
 from engine.device import package_version
 
+log = logging.getLogger(__name__)
 router = APIRouter(tags=["pages"])
 _templates: dict[Path, Jinja2Templates] = {}
 
@@ -56,6 +58,17 @@ def plotly_style_ids(static_dir: Path) -> tuple[str, ...]:
     return tuple(dict.fromkeys(_INJECTED_STYLE.findall(path.read_text(errors="replace"))))
 
 
+def _first_look_ids(service: Service) -> list[str]:
+    """The first look's run ids; none when the store cannot list its runs: the page still loads, and its own
+    GET /api/runs reports the failure."""
+    try:
+        runs = service.store.list_runs()
+    except Exception:
+        log.exception("the first look could not be chosen: the store did not list its runs")
+        return []
+    return [r["run_id"] for r in first_look_runs(runs)]
+
+
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
 def index(
     request: Request, settings: Settings = Depends(get_settings), service: Service = Depends(get_service)
@@ -69,6 +82,6 @@ def index(
             "version": package_version(),
             "modules": page_modules(settings.static_dir),
             "plotly_style_ids": plotly_style_ids(Path(settings.static_dir)),
-            "first_look": [r["run_id"] for r in first_look_runs(service.store.list_runs())],
+            "first_look": _first_look_ids(service),
         },
     )
