@@ -66,31 +66,11 @@ def test_cuda_device_without_gpu_is_refused(capsys):
 def test_engine_on_cpu_writes_a_valid_result_file_and_plot(tmp_path, capsys):
     out, html = tmp_path / "run.json", tmp_path / "run.html"
     code = cli.main(
-        [
-            "bench",
-            "--impl",
-            "eager,cli-test-torch",
-            "--plugin",
-            PLUGIN,
-            "--pass",
-            "fwd,bwd",
-            "--dtype",
-            "bf16,fp32",
-            "--m",
-            "32",
-            "--n",
-            "64,128",
-            "--reps",
-            "3",
-            "--warmup",
-            "1",
-            "--device",
-            "cpu",
-            "--out",
-            str(out),
-            "--plot",
-            str(html),
-        ]
+        (
+            f"bench --impl eager,cli-test-torch --plugin {PLUGIN} --pass fwd,bwd "
+            "--dtype bf16,fp32 --m 32 --n 64,128 --reps 3 --warmup 1 --device cpu "
+            f"--out {out} --plot {html}"
+        ).split()
     )
     assert code == 0
     captured = capsys.readouterr()
@@ -121,30 +101,11 @@ def test_bench_writes_the_rows_so_far_while_it_runs(tmp_path, monkeypatch):
     monkeypatch.setattr(cli, "write_result_file", spy)
     assert (
         cli.main(
-            [
-                "bench",
-                "--impl",
-                "eager,cli-test-torch",
-                "--plugin",
-                PLUGIN,
-                "--pass",
-                "fwd",
-                "--dtype",
-                "fp32",
-                "--m",
-                "8",
-                "--n",
-                "32,64",
-                "--reps",
-                "2",
-                "--warmup",
-                "0",
-                "--device",
-                "cpu",
-                "--out",
-                str(out),
-                "--quiet",
-            ]
+            (
+                f"bench --impl eager,cli-test-torch --plugin {PLUGIN} --pass fwd "
+                "--dtype fp32 --m 8 --n 32,64 --reps 2 --warmup 0 --device cpu "
+                f"--out {out} --quiet"
+            ).split()
         )
         == 0
     )
@@ -158,32 +119,11 @@ def test_bench_rounds_interleave_and_merge(tmp_path):
     out = tmp_path / "run.json"
     assert (
         cli.main(
-            [
-                "bench",
-                "--impl",
-                "eager,cli-test-torch",
-                "--plugin",
-                PLUGIN,
-                "--pass",
-                "fwd",
-                "--dtype",
-                "fp32",
-                "--m",
-                "8",
-                "--n",
-                "32,64",
-                "--reps",
-                "2",
-                "--warmup",
-                "0",
-                "--device",
-                "cpu",
-                "--out",
-                str(out),
-                "--quiet",
-                "--rounds",
-                "3",
-            ]
+            (
+                f"bench --impl eager,cli-test-torch --plugin {PLUGIN} --pass fwd "
+                "--dtype fp32 --m 8 --n 32,64 --reps 2 --warmup 0 --device cpu "
+                f"--out {out} --quiet --rounds 3"
+            ).split()
         )
         == 0
     )
@@ -211,24 +151,10 @@ def test_cpu_run_without_shapes_uses_small_defaults_and_says_so(tmp_path, capsys
     out = tmp_path / "r.json"
     assert (
         cli.main(
-            [
-                "bench",
-                "--impl",
-                "cli-test-torch",
-                "--plugin",
-                PLUGIN,
-                "--pass",
-                "fwd",
-                "--reps",
-                "2",
-                "--warmup",
-                "0",
-                "--device",
-                "cpu",
-                "--out",
-                str(out),
-                "--quiet",
-            ]
+            (
+                f"bench --impl cli-test-torch --plugin {PLUGIN} --pass fwd --reps 2 "
+                f"--warmup 0 --device cpu --out {out} --quiet"
+            ).split()
         )
         == 0
     )
@@ -240,26 +166,7 @@ def test_cpu_run_without_shapes_uses_small_defaults_and_says_so(tmp_path, capsys
 
 def test_triton_on_cpu_needs_interpreter_flag(tmp_path):
     out = tmp_path / "r.json"
-    args = [
-        "bench",
-        "--impl",
-        "triton",
-        "--pass",
-        "fwd",
-        "--m",
-        "4",
-        "--n",
-        "64",
-        "--reps",
-        "2",
-        "--warmup",
-        "1",
-        "--device",
-        "cpu",
-        "--out",
-        str(out),
-        "--quiet",
-    ]
+    args = (f"bench --impl triton --pass fwd --m 4 --n 64 --reps 2 --warmup 1 --device cpu --out {out} --quiet").split()
     assert cli.main(args) == 0
     row = RunFile.model_validate_json(out.read_text()).rows[0]
     if os.environ.get("TRITON_INTERPRET") != "1":
@@ -275,26 +182,10 @@ def test_plot_command(tmp_path, capsys):
     out = tmp_path / "r.json"
     assert (
         cli.main(
-            [
-                "bench",
-                "--impl",
-                "cli-test-torch",
-                "--plugin",
-                PLUGIN,
-                "--pass",
-                "fwd",
-                "--m",
-                "8",
-                "--n",
-                "32",
-                "--reps",
-                "2",
-                "--device",
-                "cpu",
-                "--out",
-                str(out),
-                "--quiet",
-            ]
+            (
+                f"bench --impl cli-test-torch --plugin {PLUGIN} --pass fwd --m 8 "
+                f"--n 32 --reps 2 --device cpu --out {out} --quiet"
+            ).split()
         )
         == 0
     )

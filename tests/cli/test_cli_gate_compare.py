@@ -23,34 +23,11 @@ def plugin_path(monkeypatch):
 def test_wrong_plugin_is_timed_but_wrong_never_best(tmp_path, capsys):
     out = tmp_path / "run.json"
     code = cli.main(
-        [
-            "bench",
-            "--impl",
-            "cli-test-torch,cli-test-wrong",
-            "--plugin",
-            "cli_test_plugin:impl",
-            "--plugin",
-            "cli_test_plugin:wrong",
-            "--pass",
-            "fwd,bwd",
-            "--dtype",
-            "fp16",
-            "--m",
-            "64",
-            "--n",
-            "128",
-            "--reps",
-            "3",
-            "--warmup",
-            "1",
-            "--device",
-            "cpu",
-            "--out",
-            str(out),
-            "--quiet",
-            "--baseline",
-            "cli-test-torch",
-        ]
+        (
+            "bench --impl cli-test-torch,cli-test-wrong --plugin cli_test_plugin:impl "
+            "--plugin cli_test_plugin:wrong --pass fwd,bwd --dtype fp16 --m 64 "
+            f"--n 128 --reps 3 --warmup 1 --device cpu --out {out} --quiet --baseline cli-test-torch"
+        ).split()
     )
     assert code == 0
     text = capsys.readouterr().out
@@ -72,31 +49,11 @@ def test_wrong_plugin_is_timed_but_wrong_never_best(tmp_path, capsys):
 def test_profile_and_preset_flags(tmp_path, capsys):
     out = tmp_path / "run.json"
     code = cli.main(
-        [
-            "bench",
-            "--impl",
-            "cli-test-torch",
-            "--plugin",
-            "cli_test_plugin:impl",
-            "--pass",
-            "fwd",
-            "--dtype",
-            "fp32",
-            "--preset",
-            "models",
-            "--m",
-            "8",
-            "--reps",
-            "2",
-            "--warmup",
-            "1",
-            "--device",
-            "cpu",
-            "--out",
-            str(out),
-            "--quiet",
-            "--profile",
-        ]
+        (
+            "bench --impl cli-test-torch --plugin cli_test_plugin:impl --pass fwd "
+            "--dtype fp32 --preset models --m 8 --reps 2 --warmup 1 --device cpu "
+            f"--out {out} --quiet --profile"
+        ).split()
     )
     assert code == 0
     run = RunFile.model_validate_json(out.read_text())
