@@ -16,16 +16,16 @@ The rule, over the listing of ``Store.list_runs`` (newest first):
 from __future__ import annotations
 
 
+def _created(run: dict) -> str:
+    return str(run.get("created_at") or "")
+
+
 def _day(run: dict) -> str:
-    return str(run.get("created_at") or "")[:10]
+    return _created(run)[:10]
 
 
 def _newest(runs: list[dict]) -> dict:
-    best = runs[0]
-    for r in runs[1:]:  # the first of equals
-        if str(r.get("created_at") or "") > str(best.get("created_at") or ""):
-            best = r
-    return best
+    return max(runs, key=_created)  # max keeps the first of equals
 
 
 def _passes(run: dict) -> set[str]:
@@ -60,7 +60,7 @@ def first_look_runs(runs: list[dict]) -> list[dict]:
         return (
             len({i for r in unit for i in r.get("implementations") or []}),
             sum((r.get("counts") or {}).get("ok", 0) for r in unit),
-            str(_newest(unit).get("created_at") or ""),
+            _created(_newest(unit)),
         )
 
     day = max(unit_day(u) for u in units)

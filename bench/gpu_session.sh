@@ -126,9 +126,10 @@ for phase in "$@"; do
       # with the rows so far every 30 s, so models-wait can bring a running sweep's rows back.
       rm -f "$KEEP/sweep.done" "$KEEP/sweep.log" "$KEEP"/models-*.json
       preset=${SWEEP_PRESET:-models}; extra=${SWEEP_EXTRA:-}
-      # SWEEP_SPLIT=1: the forward pass (ours: triton) then the backward pass (ours: triton-persistent; SWEEP_PASSES="bwd
-      # fwd" turns the order round), both dtypes in each, two files (models-fwd.json, models-bwd.json) within one SWEEP_S: the rows nobody reads (the same
-      # forward kernel under a second name, the non-persistent backward) are not measured
+      # SWEEP_SPLIT=1: the forward pass (ours: triton) then the backward pass (ours: triton-persistent;
+      # SWEEP_PASSES="bwd fwd" turns the order round), both dtypes in each, two files (models-fwd.json,
+      # models-bwd.json) within one SWEEP_S: the rows nobody reads (the same forward kernel under a second name, the
+      # non-persistent backward) are not measured
       impls=${SWEEP_IMPLS:-torch-native,torch-compile,liger,quack,triton,triton-persistent}
       peers=${SWEEP_PEERS:-torch-native,torch-compile,liger,quack}
       if [ -n "${SWEEP_SPLIT:-}" ]; then
