@@ -251,3 +251,24 @@ def test_a_loader_that_loads_but_fails_the_self_test_gives_way_to_the_next(monke
         RuntimeError, match=re.escape("broken: OSError: libcuda not found | wrong: RuntimeError: self-test: got 41")
     ):
         device.load(b"cubin", 0, check=check)
+
+
+def test_the_shared_memory_limit_is_raised_for_any_larger_request_even_exactly_48_kib():
+    # 6144-wide rows ask for exactly 48 KiB of stages; with the kernel's static memory that is past the default, and
+    # the launch failed (CUDA_ERROR_INVALID_VALUE, H100) until the limit was raised for it too
+    from examples.cuda_rmsnorm import device
+
+    calls = []
+
+    class Driver:
+        def funcSetAttribute(self, fn, attr, value):
+            calls.append((fn, attr, value))
+
+    class Fn:
+        ptr = 7
+
+    module = object.__new__(device.CupyModule)
+    module._driver, module._functions, module._smem = Driver(), {"k": Fn()}, {}
+    for nbytes in (8 * 6144, 8 * 6144, 8 * 4096, 8 * 7168, 0):
+        module.allow_shared("k", nbytes)
+    assert calls == [(7, device.MAX_DYNAMIC_SHARED, 8 * 6144), (7, device.MAX_DYNAMIC_SHARED, 8 * 7168)]
