@@ -6,8 +6,9 @@ The rule, over the listing of ``Store.list_runs`` (newest first):
 1. the GPU runs with a measured row; of them the complete ones (not cut short), when there are any;
 2. the newest GPU device: the device of the newest of those; only its runs go on;
 3. candidates: each run that measured both passes; and each backward-only run paired with the newest forward-only run
-   of the same commit and day (one session's two files: backward first, the dock's pass); when there is no
-   candidate, each run alone (a device with runs of one pass only);
+   of the same commit, day and shapes (one sweep's two files: backward first, the dock's pass; a side run of the
+   same session, e.g. the CUDA plug-ins' backward at other shapes, pairs with nothing); when there is no candidate,
+   each run alone (a device with runs of one pass only);
 4. of the candidates of the newest day (a candidate's day: its newest run's UTC date), the one with the most
    implementations, then the most measured rows, then the newest (a day's thin side run, e.g. one implementation
    re-measured, does not hide its full comparison); a full tie keeps the first built.
@@ -46,7 +47,10 @@ def first_look_runs(runs: list[dict]) -> list[dict]:
         fwd = [
             f
             for f in mine
-            if _passes(f) == {"fwd"} and f.get("git_commit") == b.get("git_commit") and _day(f) == _day(b)
+            if _passes(f) == {"fwd"}
+            and f.get("git_commit") == b.get("git_commit")
+            and _day(f) == _day(b)
+            and f.get("shapes") == b.get("shapes")
         ]
         if fwd:
             units.append([b, _newest(fwd)])

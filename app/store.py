@@ -55,6 +55,14 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), allow_nan=False, default=str)
 
 
+def _shapes(header: dict) -> dict | None:
+    """The shapes a run's sweep asked for (M, N, dtypes), which tell one sweep's files from another's."""
+    sweep = header.get("sweep")
+    if not isinstance(sweep, dict):
+        return None
+    return {k: sweep.get(k) for k in ("M", "N", "dtypes")}
+
+
 def _cell(value: Any) -> Any:
     """A CSV cell that a spreadsheet would run as a formula is escaped with a leading "'" (OWASP)."""
     if isinstance(value, str) and value.startswith(FORMULA_STARTS):
@@ -228,9 +236,10 @@ class Store:
 
     def list_runs(self) -> list[dict]:
         """Newest first: ``{"run_id", "created_at", "device_name", "kind", "rows", "complete", "source",
-        "timing", "label", "git_commit", "git_dirty", "versions", "counts", "implementations", "passes"}`` (timing:
+        "timing", "label", "git_commit", "git_dirty", "versions", "shapes", "counts", "implementations", "passes"}`` (timing:
         the first row's, "events" or "cuda-graph"; None for a run with no row yet; label: the imported file's name,
-        else None; versions: the header's torch and triton versions; counts: rows per status, ok / skipped / error /
+        else None; versions: the header's torch and triton versions; shapes: its sweep's ``{"M", "N", "dtypes"}``
+        as asked for (None without a sweep in the header); counts: rows per status, ok / skipped / error /
         wrong; implementations and passes: those with at least one measured ("ok") row, sorted)."""
         with self._connect() as db:
             found = db.execute(
@@ -267,6 +276,7 @@ class Store:
                     "git_commit": header.get("git_commit"),
                     "git_dirty": header.get("git_dirty") if isinstance(header.get("git_dirty"), bool) else None,
                     "versions": {k: versions.get(k) for k in ("torch", "triton")},
+                    "shapes": _shapes(header),
                     "counts": {k: per_status.get(k, 0) for k in ("ok", "skipped", "error", "wrong")},
                     "implementations": sorted(i for i in impls if i),
                     "passes": sorted(p for p in passes if p),

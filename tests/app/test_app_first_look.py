@@ -5,8 +5,21 @@ import pytest
 from app.first_look import first_look_runs
 
 
+MODELS = {"M": [4096, 16384, 65536], "N": [2048, 4096], "dtypes": ["bfloat16"]}
+WIDTHS = {"M": [16384], "N": [256, 512, 8298], "dtypes": ["bfloat16"]}
+
+
 def listing(
-    run_id, created_at, impls, passes=("bwd", "fwd"), ok=10, kind="cuda", device="GPU A", complete=True, commit="c1"
+    run_id,
+    created_at,
+    impls,
+    passes=("bwd", "fwd"),
+    ok=10,
+    kind="cuda",
+    device="GPU A",
+    complete=True,
+    commit="c1",
+    shapes=MODELS,
 ):
     return {
         "run_id": run_id,
@@ -19,6 +32,7 @@ def listing(
         "device_name": device,
         "complete": complete,
         "git_commit": commit,
+        "shapes": shapes,
     }
 
 
@@ -87,6 +101,16 @@ def listing(
                 listing("bwd-today", "2026-12-04T02:00:00Z", 2, passes=("bwd",)),
             ],
             ["fwd-today"],
+        ),
+        # ... nor files of two sweeps of one session: a side run of other shapes (the CUDA plug-ins' backward at the
+        # models widths beside a width scan, issue 36) pairs with nothing, and the scan's two files open.
+        (
+            [
+                listing("scan-fwd", "2026-12-07T15:20:00Z", 4, passes=("fwd",), shapes=WIDTHS),
+                listing("cuda-bwd", "2026-12-07T15:25:00Z", 6, passes=("bwd",)),
+                listing("scan-bwd", "2026-12-07T15:12:00Z", 4, passes=("bwd",), shapes=WIDTHS),
+            ],
+            ["scan-bwd", "scan-fwd"],
         ),
         # A run cut short never opens first while a complete one is stored (the fp16 "partial" file of issue 35) ...
         (

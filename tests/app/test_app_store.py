@@ -46,6 +46,7 @@ def test_live_run_round_trip(tmp_path):
             "git_commit": None,
             "git_dirty": None,
             "versions": {"torch": None, "triton": None},
+            "shapes": None,
             "counts": {"ok": 2, "skipped": 0, "error": 0, "wrong": 0},
             "implementations": ["eager", "triton"],
             "passes": ["bwd", "fwd"],
@@ -75,8 +76,15 @@ def test_import_is_idempotent_and_survives_reopening(tmp_path):
     assert reopened.list_runs()[0]["source"] == "import"
 
 
-def test_listing_names_the_file_commit_versions_and_counts_each_status(tmp_path):
-    header = {**HEADER, "git_commit": "abc1234", "git_dirty": True, "versions": {"torch": "2.13", "triton": "3.6"}}
+def test_listing_names_the_file_commit_versions_shapes_and_counts_each_status(tmp_path):
+    sweep = {"M": [4096, 16384], "N": [2880, 4096], "dtypes": ["bfloat16"], "repetitions": 20}
+    header = {
+        **HEADER,
+        "git_commit": "abc1234",
+        "git_dirty": True,
+        "versions": {"torch": "2.13", "triton": "3.6"},
+        "sweep": sweep,
+    }
     rows = [
         row("eager", "fwd", 1.0),
         {**row("triton", "fwd", 0.5), "status": "wrong"},
@@ -91,6 +99,8 @@ def test_listing_names_the_file_commit_versions_and_counts_each_status(tmp_path)
     listed = store.list_runs()[0]
     assert listed["label"] == "gpu-run.json" and listed["git_commit"] == "abc1234" and listed["git_dirty"] is True
     assert listed["versions"] == {"torch": "2.13", "triton": "3.6"}
+    assert listed["shapes"] == {"M": [4096, 16384], "N": [2880, 4096], "dtypes": ["bfloat16"]}
+    assert store.list_runs()[0]["shapes"] == listed["shapes"]
     assert listed["counts"] == {"ok": 1, "skipped": 2, "error": 1, "wrong": 1}
     # Only measured rows count as what a run measured: the wrong, skipped and error rows name neither.
     assert listed["implementations"] == ["eager"] and listed["passes"] == ["fwd"]
