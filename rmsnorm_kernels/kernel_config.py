@@ -274,13 +274,17 @@ def backward_candidates(kind: str, n: int, m: int = 16384) -> list[BackwardConfi
     """The rule's choice and its neighbours: rows and warps halved and doubled (2 … 64 elements per thread
     and tensor), k = 1 or 2 for small tiles, γ reloaded or kept for wide rows, the padded layout where the
     segments pad less; the workspace also tries half and double its run of rows. Rows `partly_aligned` also get
-    the aligned rule's choice and its neighbours; rows not aligned, for the persistent kernel, ``split``."""
+    the aligned rule's choice and its neighbours; rows not aligned, for the persistent kernel, ``split`` and one stage."""
     out = _backward_around(kind, rule_backward(kind, n, m), n)
     if partly_aligned(n):
         out += _backward_around(kind, rule_backward(kind, n, m, vector=True), n)
     out = list(dict.fromkeys(out + wide_tail_variants(out, n)))
     if kind == "persistent" and not aligned(n):  # rows not starting aligned: the split twin of one-row tiles
         out += [replace(c, split=True) for c in out if c.rows == 1 and not c.padded]
+        # and each without a pipeline: loads under 4 bytes cannot be cp.async (H100, 2026-12-07: 15651 and 15678 ran
+        # 1.12-1.18x faster at the rule's one stage than at a borrowed three; 14155 at three fell to 23 % of the copy
+        # ceiling)
+        out += [replace(c, stages=1) for c in out if c.stages > 1]
     return out
 
 

@@ -101,3 +101,14 @@ def test_a_tune_of_some_kinds_keeps_the_other_kinds_of_the_table_it_replaces():
     table = kernel_config.parse_table(merged, "merged")
     assert table.lookup("atomic", 4096, 4096) is not None
     assert carry_over(new, {**old, "arch": "sm80"}) == new  # another architecture's table lends nothing
+
+
+def test_the_rule_keeps_its_place_unless_beaten_by_more_than_the_margin():
+    from engine.tune import RULE_MARGIN, winner
+
+    rule, other, third = "rule", "other", "third"
+    inside = {rule: 100.0, other: 100.0 / (1 + RULE_MARGIN / 2), third: 120.0}
+    assert winner(inside, rule) == rule
+    beyond = {rule: 100.0, other: 100.0 / (1 + 2 * RULE_MARGIN), third: 120.0}
+    assert winner(beyond, rule) == other
+    assert winner({other: 90.0, third: 80.0}, rule) == third  # the rule not timed (dropped): the fastest

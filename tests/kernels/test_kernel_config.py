@@ -293,3 +293,18 @@ def test_rows_partly_aligned_are_tuned_over_both_rules_neighbourhoods():
     assert not kc.partly_aligned(8304)
     odd_vector = kc.rule_backward("persistent", 8297, vector=True)
     assert odd_vector != kc.rule("persistent", 8297) and odd_vector not in kc.candidates("persistent", 8297)
+
+
+def test_rows_not_aligned_are_also_tried_without_a_pipeline():
+    """Loads under 4 bytes cannot be cp.async: every pipelined persistent candidate of an unaligned width has a
+    one-stage twin (14155's three-stage rule ran at 23 % of the copy ceiling on an H100); aligned widths do not."""
+    for n in (14155, 8298, 12001):
+        tried = kc.candidates("persistent", n)
+        pipelined = [c for c in tried if c.stages > 1]
+        assert pipelined and all(replace(c, stages=1) in tried for c in pipelined)
+    assert any(c.stages > 1 for c in kc.candidates("persistent", 12288))
+    assert not any(
+        replace(c, stages=1) in kc.candidates("persistent", 12288)
+        for c in kc.candidates("persistent", 12288)
+        if c.stages > 1
+    )
