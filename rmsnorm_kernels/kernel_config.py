@@ -281,9 +281,9 @@ def backward_candidates(kind: str, n: int, m: int = 16384) -> list[BackwardConfi
     out = list(dict.fromkeys(out + wide_tail_variants(out, n)))
     if kind == "persistent" and not aligned(n):  # rows not starting aligned: the split twin of one-row tiles
         out += [replace(c, split=True) for c in out if c.rows == 1 and not c.padded]
-        # and each without a pipeline: loads under 4 bytes cannot be cp.async (H100, 2026-12-07: 15651 and 15678 ran
-        # 1.12-1.18x faster at the rule's one stage than at a borrowed three; 14155 at three fell to 23 % of the copy
-        # ceiling)
+        # and each without a pipeline: such rows load 2, 4 or 8 bytes at a time, which cp.async serves in small pieces
+        # or (2 bytes) not at all (H100, 2026-12-07: 15651 and 15678 ran 1.12-1.18x faster at the rule's one stage
+        # than at a borrowed three; 14155 at three fell to 23 % of the copy ceiling)
         out += [replace(c, stages=1) for c in out if c.stages > 1]
     return out
 

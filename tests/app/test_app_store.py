@@ -100,7 +100,6 @@ def test_listing_names_the_file_commit_versions_shapes_and_counts_each_status(tm
     assert listed["label"] == "gpu-run.json" and listed["git_commit"] == "abc1234" and listed["git_dirty"] is True
     assert listed["versions"] == {"torch": "2.13", "triton": "3.6"}
     assert listed["shapes"] == {"M": [4096, 16384], "N": [2880, 4096], "dtypes": ["bfloat16"]}
-    assert store.list_runs()[0]["shapes"] == listed["shapes"]
     assert listed["counts"] == {"ok": 1, "skipped": 2, "error": 1, "wrong": 1}
     # Only measured rows count as what a run measured: the wrong, skipped and error rows name neither.
     assert listed["implementations"] == ["eager"] and listed["passes"] == ["fwd"]

@@ -296,8 +296,8 @@ def test_rows_partly_aligned_are_tuned_over_both_rules_neighbourhoods():
 
 
 def test_rows_not_aligned_are_also_tried_without_a_pipeline():
-    """Loads under 4 bytes cannot be cp.async: every pipelined persistent candidate of an unaligned width has a
-    one-stage twin (14155's three-stage rule ran at 23 % of the copy ceiling on an H100); aligned widths do not."""
+    """Rows not 16-byte aligned load 2, 4 or 8 bytes at a time: every pipelined persistent candidate of such a width
+    has a one-stage twin (14155's three-stage rule ran at 23 % of the copy ceiling on an H100); aligned widths do not."""
     for n in (14155, 8298, 12001):
         tried = kc.candidates("persistent", n)
         pipelined = [c for c in tried if c.stages > 1]
