@@ -61,14 +61,15 @@ for phase in "$@"; do
       timeout ${PROBE_S:-300} python3 -u -c 'exec(open("bench/probe_band.py").read())' 2>&1 | tee "$OUT/probe_band.log" | grep -v "^ *compiled" | tail -100
       ;;
     cliff-mini)
-      # issue 33 on little device time: ours (the table in force) against torch-native and Liger at widths the tune
-      # grid does not hold (every other held-out multiple of 256) and 8 random ones, M 16384, one file per pass
+      # issue 33 on little device time: ours (the table in force) against CLIFF_PEERS (torch-native and Liger) at widths
+      # the tune grid does not hold (every other held-out multiple of 256) and 8 random ones, or CLIFF_WIDTHS; M 16384,
+      # one file per pass
       widths=${CLIFF_WIDTHS:-$(python3 -c 'from engine.presets import get_preset, random_widths; from engine.tune import TUNE_WIDTHS; held = [n for n in get_preset("widths")["N"] if n not in TUNE_WIDTHS][::2]; print(",".join(map(str, sorted(set(held + random_widths(8, '"${WIDTH_SEED:-2026}"'))))))')}
       echo "widths $widths"
       timeout ${WARM_S:-60} python3 -m rmsnorm_dash tune --warm --dtype bfloat16 --m 16384 --widths "$widths" 2>&1 | tail -3
       for pass in fwd bwd; do
         ours=triton; [ $pass = bwd ] && ours=triton-persistent
-        timeout -s INT ${CLIFF_S:-120} python3 -m rmsnorm_dash bench --pass $pass --impl torch-native,liger,$ours \
+        timeout -s INT ${CLIFF_S:-120} python3 -m rmsnorm_dash bench --pass $pass --impl ${CLIFF_PEERS:-torch-native,liger},$ours \
           --dtype bf16 --m 16384 --n "$widths" --reps ${CLIFF_REPS:-20} --out "$OUT/cliff-$pass.json" --quiet 2>&1 | tail -4
       done
       python3 bench/width_targets.py "$OUT"/cliff-*.json 2>&1 | tail -25
