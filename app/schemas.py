@@ -114,6 +114,10 @@ class RunListing(BaseModel):
     git_commit: Optional[str] = None
     git_dirty: Optional[bool] = None
     versions: dict[str, Optional[str]] = Field(default_factory=dict, description="torch and triton versions")
+    shapes: Optional[dict[str, Any]] = Field(
+        None,
+        description="its sweep's M, N and dtypes as asked for (one sweep's forward and backward files share them)",
+    )
     counts: dict[str, int] = Field(
         default_factory=dict,
         description='rows per status: "ok", "skipped" (e.g. "does not provide this pass"), "error", "wrong"',

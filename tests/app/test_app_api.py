@@ -175,6 +175,8 @@ def test_run_is_stored_and_exported(client, finished_run):
     run_id = finished_run["run"]["run_id"]
     listed = {r["run_id"]: r for r in client.get("/api/runs").json()}
     assert listed[run_id]["rows"] == 8 and listed[run_id]["complete"] is True and listed[run_id]["source"] == "live"
+    sweep = finished_run["run"]["sweep"]  # the first look pairs one sweep's two files by them
+    assert listed[run_id]["shapes"] == {"M": sweep["M"], "N": sweep["N"], "dtypes": sweep["dtypes"]}
     stored = client.get(f"/api/runs/{run_id}").json()
     assert stored["rows"] == finished_run["rows"]
     assert stored["run"] == finished_run["run"]
