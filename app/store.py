@@ -236,8 +236,8 @@ class Store:
 
     def list_runs(self) -> list[dict]:
         """Newest first: ``{"run_id", "created_at", "device_name", "kind", "rows", "complete", "source",
-        "timing", "label", "git_commit", "git_dirty", "versions", "shapes", "counts", "implementations", "passes"}`` (timing:
-        the first row's, "events" or "cuda-graph"; None for a run with no row yet; label: the imported file's name,
+        "timing", "label", "git_commit", "git_dirty", "versions", "shapes", "counts", "implementations", "passes"}``
+        (timing: the first row's, "events" or "cuda-graph"; None for a run with no row yet; label: the imported file's name,
         else None; versions: the header's torch and triton versions; shapes: its sweep's ``{"M", "N", "dtypes"}``
         as asked for (None without a sweep in the header); counts: rows per status, ok / skipped / error /
         wrong; implementations and passes: those with at least one measured ("ok") row, sorted)."""

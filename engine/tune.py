@@ -208,9 +208,10 @@ def winner(times: dict, rule_config):
 def _tune_point(kind, m, n, dtype: str, configs, l2_bytes, device, seed) -> dict:
     """One (kind, N, M) of the grid: every configuration timed, the winner's entry beside the rule's figures."""
     times = _time_candidates(kind, m, n, getattr(torch, dtype), configs, l2_bytes, device, seed)
-    best = winner(times, rule(kind, n))
+    rule_config = rule(kind, n)
+    best = winner(times, rule_config)
     nbytes = min_bytes("fwd" if kind == "fwd" else "bwd", m, n, dtype)
-    rule_us = times.get(rule(kind, n))
+    rule_us = times.get(rule_config)
     return {
         "N": n,
         "M": m,

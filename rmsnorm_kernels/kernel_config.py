@@ -274,7 +274,8 @@ def backward_candidates(kind: str, n: int, m: int = 16384) -> list[BackwardConfi
     """The rule's choice and its neighbours: rows and warps halved and doubled (2 … 64 elements per thread
     and tensor), k = 1 or 2 for small tiles, γ reloaded or kept for wide rows, the padded layout where the
     segments pad less; the workspace also tries half and double its run of rows. Rows `partly_aligned` also get
-    the aligned rule's choice and its neighbours; rows not aligned, for the persistent kernel, ``split`` and one stage."""
+    the aligned rule's choice and its neighbours; rows not aligned, for the persistent kernel, ``split`` and one
+    stage."""
     out = _backward_around(kind, rule_backward(kind, n, m), n)
     if partly_aligned(n):
         out += _backward_around(kind, rule_backward(kind, n, m, vector=True), n)

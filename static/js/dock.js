@@ -169,8 +169,9 @@ export class Dock {
   // Shown at first: every implementation with a drawn strategy (plugins included) that runs here or that the dock's
   // run measured in the pass shown (a CPU host showing a GPU run draws that run's lanes; a GPU-only plug-in measured
   // backward only has no forward lane); the opaque baselines and the rest are one click away.
-  _defaultHidden(impls, doc = this.measured, mode = this.mode) {
-    const measured = new Set((doc?.rows ?? []).filter((r) => r.status === "ok" && r.pass === mode).map((r) => r.impl));
+  _defaultHidden(impls, doc = this.measured) {
+    const measured = new Set((doc?.rows ?? []).filter((r) => r.status === "ok" && r.pass === this.mode)
+      .map((r) => r.impl));
     return new Set(impls.filter((i) => familyOf(i) === "baseline" || (!i.available && !measured.has(i.name)))
       .map((i) => i.name));
   }
