@@ -26,7 +26,9 @@ CASES += [("fwd", n) for n in (8448, 8960, 9472, 9728, 9984, 10496, 10752, 11008
 CASES += [(kind, n) for kind in ("persistent", "fwd") for n in (5299, 14155, 15651)] + [
     ("fwd", n) for n in (8298, 15678)
 ]
-if os.environ.get("PROBE_SHORT"):
+if os.environ.get("PROBE_CASES"):  # e.g. "fwd:8960,persistent:14155"
+    CASES = [(c.split(":")[0], int(c.split(":")[1])) for c in os.environ["PROBE_CASES"].split(",")]
+elif os.environ.get("PROBE_SHORT"):
     CASES = [c for c in CASES if c[1] in (8298, 8450, 10668, 15678, 8448, 9472, 10496, 11008, 5299, 15651)]
 dev = torch.device("cuda", 0)
 info = devices.describe(dev)
