@@ -11,7 +11,8 @@ A kernel's choices (tile rows, warps, programs per SM, pipeline stages, which fo
    M. Every configuration is valid at every width (the row layout comes from N itself,
    `rmsnorm_kernels.segments.row_segments`), so a width nobody measured gets a measured neighbour's choice, never an
    untested fallback — unless that choice would hold more than a thread's registers here than at its own width (more
-   segments, a masked one, scalar loads: `register_slack`), when the next nearest is taken;
+   segments, a masked one, scalar loads: `register_slack`) or, a forward's padded block, leave far more of its lanes
+   masked (`PADDED_FILL_RATIO`), when the next nearest is taken;
 2. else **the rule** (`rule_forward`, `rule_backward`), which a GPU with no table gets and which the tuner
    searches around. It is a memory-bound kernel's rule of thumb, in elements of the padded row P:
 
@@ -61,6 +62,13 @@ ALIGNMENT_WINDOW = 0.6
 one that is not: scalar loads change the best configuration more than the segments do (the H100's 15651 ran the
 forward at 51 % of the copy ceiling on 16384's configuration; the unaligned tune widths' chunked one gives 70–81 %
 from 5299 to 14155). The grid's unaligned widths lie at most 0.6 octave apart."""
+
+
+PADDED_FILL_RATIO = 0.9
+"""A forward configuration with a ``padded`` block is lent to another width only if the block's share of live lanes
+(`padded_fill`) there is at least this fraction of its share where it was measured: its masked lanes cost time the
+row does not pay back (H100 scan, 2026-12-07: 8960–9984 ran at 90–92 % of the copy ceiling on 11264's and 11776's
+16384-wide block, 0.91–0.94× torch.compile; 8704, 9216 and 10240 in segments at 97–98 %)."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +140,11 @@ def nearest_power_of_two(n: float) -> int:
 
 def padded_width(n: int) -> int:
     return row_segments(n).padded
+
+
+def padded_fill(n: int) -> float:
+    """The share of a ``padded`` configuration's power-of-two block that a row of ``n`` elements fills."""
+    return n / next_power_of_two(n)
 
 
 TAIL_ELEMENTS_PER_THREAD = 2
@@ -398,8 +411,9 @@ class ConfigTable:
         `layout_class` within `CLASS_WINDOW` octaves, else the nearest of the same alignment within
         `ALIGNMENT_WINDOW`, else the nearest as (un)aligned (`aligned`) within it, else the nearest width; then the
         nearest row count. A backward configuration that would hold more than a thread's registers at ``n`` than at
-        the width it was measured at (`register_slack`: more segments, a masked one, scalar loads) is passed over for
-        the next. None when no entry fits."""
+        the width it was measured at (`register_slack`: more segments, a masked one, scalar loads), and a forward one
+        whose padded block ``n`` fills far less than its own width did (`PADDED_FILL_RATIO`), is passed over for the
+        next. None when no entry fits."""
         rows = self.entries.get(kind)
         if not rows:
             return None
@@ -416,7 +430,10 @@ class ConfigTable:
 
         for width in sorted({r[0] for r in rows}, key=order):
             config = min((r for r in rows if r[0] == width), key=lambda r: (abs(math.log2(r[1]) - lm), r[1]))[2]
-            if kind == "fwd" or register_slack(config, n) >= min(0, register_slack(config, width)):
+            if kind == "fwd":
+                if not config.padded or padded_fill(n) >= PADDED_FILL_RATIO * padded_fill(width):
+                    return config
+            elif register_slack(config, n) >= min(0, register_slack(config, width)):
                 return config
         return None
 

@@ -306,3 +306,23 @@ def test_rows_not_aligned_are_also_tried_without_a_pipeline():
     aligned = kc.candidates("persistent", 12288)
     pipelined = [c for c in aligned if c.stages > 1]
     assert pipelined and not any(replace(c, stages=1) in aligned for c in pipelined)
+
+
+def test_a_padded_forward_block_is_not_lent_where_the_row_fills_far_less_of_it():
+    """11264's padded 16384-wide block, lent to 8960 (the same layout class, 0.33 octave away), leaves 45 % of its
+    lanes masked where 11264 left 31 %: the H100 ran it at 90 % of the copy ceiling there, 8704's segments at 97 %.
+    The guard passes it over (`PADDED_FILL_RATIO`) for the next nearest; a width that fills the block nearly as well
+    keeps it, and a block that is not padded is lent whatever the fill."""
+    padded, segments = ForwardConfig("rows", rows=1, num_warps=16, padded=True), ForwardConfig("rows", num_warps=8)
+    t, _ = table({"fwd": [(11264, 16384, padded), (8704, 16384, segments)]})
+    assert kc.layout_class(8960) == kc.layout_class(11264) == kc.layout_class(10752)
+    assert kc.padded_fill(8960) < kc.PADDED_FILL_RATIO * kc.padded_fill(11264) <= kc.padded_fill(10752)
+    assert t.lookup("fwd", 8960, 16384) == segments
+    assert t.lookup("fwd", 10752, 16384) == padded
+    for n in random_widths():  # whatever answers is an entry of the table or, none left, the rule's
+        found = t.lookup("fwd", n, 16384)
+        assert found in (padded, segments, None), n
+        if found == padded and n != 11264:
+            assert kc.padded_fill(n) >= kc.PADDED_FILL_RATIO * kc.padded_fill(11264), n
+    only_padded, _ = table({"fwd": [(11264, 16384, padded)]})
+    assert only_padded.lookup("fwd", 8960, 16384) is None  # none fits: the caller takes the rule
