@@ -41,7 +41,8 @@ for kind, n in CASES:
     if kind == "fwd" and os.environ.get("PROBE_WIDE_CHUNKS"):  # TorchInductor's looped reduction: wider chunks
         extra = [
             kc.ForwardConfig(kernel="chunked", rows=1, num_warps=w, chunk=c, split=n % 8 != 0)
-            for c in (2048, 4096) for w in (4, 8, 16)
+            for c in (2048, 4096)
+            for w in (4, 8, 16)
         ]
     plan[(kind, n)] = (in_force, list(dict.fromkeys([in_force, *kc.candidates(kind, n, M), *extra])))
 jobs = [(kind, n, kc.config_to_dict(c), "bfloat16", "cuda") for (kind, n), (_, cs) in plan.items() for c in cs]
