@@ -22,10 +22,11 @@ A kernel's choices (tile rows, warps, programs per SM, pipeline stages, which fo
      fit a thread's registers: `register_budget`), two programs per SM when a tile is small (R·P ≤ 4 K), three pipeline
      stages (one, with γ reloaded per row, for rows of 16 K and more, whose registers are full);
    * forward: short rows (P ≤ 1024) several to a program (R·P = 4 K, 16 elements per thread); longer ones one
-     row a program held in registers as segments, 16 elements per thread (4 … 32 warps);
+     row a program held in registers as segments, 16 elements per thread (4 … 32 warps); from 4 K on the chunked
+     kernel (chunks of 2 K / 4 K, 8 warps, 16 from 7 K), its last chunk masked;
    * rows that do not start 16-byte aligned (N % 8 ≠ 0 for 2-byte elements) are loaded one element at a time,
      each with its own 64-bit address: half the backward tile, and warps enough for the addresses' registers;
-     twice the forward's warps.
+     twice the forward's warps (its chunked kernel: ``split``, 8 warps).
 
 The tables hold, for each (kind, N, M) the tuner measured, the winning configuration and both its and the
 rule's bandwidth (how much the table is worth over the rule, per width). Kinds: ``fwd``, ``persistent``,
@@ -51,6 +52,9 @@ DEFAULT_ARCH = "sm90"
 BACKWARD_TILE_ELEMENTS = 16384
 """A backward tile's rows × padded width stays under this (x and dy of ~12 K elements in flight per program)."""
 FORWARD_MULTI_ROW_ELEMENTS = 4096
+CHUNKED_FROM = 4096
+"""The forward's rule takes the chunked kernel from this width on (H200, 2026-12-07, `bench/probe_band.py`: chunks of
+2048 / 4096 ran 93-98 % of the copy ceiling from 4096 to 16384 where whole rows in registers ran 80-93 %)."""
 MAX_WARPS = 32
 CLASS_WINDOW = 0.35
 """How far (octaves) the lookup looks for a width of the same layout class before it takes the nearest width of any:
@@ -263,7 +267,23 @@ def rule_forward(n: int, m: int = 16384, vector: bool | None = None) -> ForwardC
         rows = max(1, FORWARD_MULTI_ROW_ELEMENTS // next_power_of_two(p))
         warps = scalar * rows * next_power_of_two(p) // 512
         return ForwardConfig("rows", rows=rows, num_warps=min(8 * scalar, max(1, warps)))
-    return ForwardConfig("rows", rows=1, num_warps=min(MAX_WARPS, max(4, scalar * nearest_power_of_two(p / 512))))
+    if n >= CHUNKED_FROM:
+        return ForwardConfig(
+            "chunked",
+            chunk=2048 if n < 6144 else 4096,
+            num_warps=16 if n >= 7168 and scalar == 1 else 8,
+            split=scalar == 2,
+        )
+    return whole_rows_forward(n, vector)
+
+
+def whole_rows_forward(n: int, vector: bool | None = None) -> ForwardConfig:
+    """One row a program held in registers, 16 elements per thread (the rule below `CHUNKED_FROM`; above it the
+    tuner's other family)."""
+    scalar = 1 if (aligned(n) if vector is None else vector) else 2
+    return ForwardConfig(
+        "rows", rows=1, num_warps=min(MAX_WARPS, max(4, scalar * nearest_power_of_two(padded_width(n) / 512)))
+    )
 
 
 def rule(kind: str, n: int, m: int = 16384):
@@ -348,6 +368,7 @@ def wide_tail_variants(configs, n: int) -> list:
 
 
 CHUNKS = (512, 1024, 2048, 4096)
+WIDE_CHUNK = 2048
 
 
 def forward_candidates(n: int, m: int = 16384) -> list[ForwardConfig]:
@@ -355,15 +376,20 @@ def forward_candidates(n: int, m: int = 16384) -> list[ForwardConfig]:
     layout, and for rows of 2 K and more the chunked kernel with the chunks that pad the row least. Rows
     `partly_aligned` also get the aligned rule's choice and its neighbours, and rows not aligned the chunked
     kernel's ``split`` (a prototype ran 1.06–1.27× the unsplit chunked kernel at 7 of 8 such widths on an H100)."""
-    out = _forward_around(rule_forward(n, m), n)
+    out = [rule_forward(n, m)]
+    out += _forward_around(rule_forward(n, m) if n < CHUNKED_FROM else whole_rows_forward(n), n)
     if partly_aligned(n):
-        out += _forward_around(rule_forward(n, m, vector=True), n)
+        out += _forward_around(rule_forward(n, m, vector=True) if n < CHUNKED_FROM else whole_rows_forward(n, True), n)
     if n >= 2048:
         for chunk in CHUNKS:
-            if chunk < n and (-(-n // chunk) * chunk - n) <= n / 16:
-                out += [ForwardConfig("chunked", chunk=chunk, num_warps=w) for w in (4, 8)]
-                if not aligned(n):
-                    out += [ForwardConfig("chunked", chunk=chunk, num_warps=w, split=True) for w in (4, 8)]
+            # a wide chunk is tried whatever its last one masks (TorchInductor's looped reduction does so): the
+            # H200 ran 2048 / 4096 at 16 warps at 97-98 % of the copy ceiling from 7168 to 16384, rows 80-93 %
+            wide = chunk >= WIDE_CHUNK
+            if wide or (chunk < n and (-(-n // chunk) * chunk - n) <= n / 16):
+                for w in (4, 8, 16) if wide else (4, 8):
+                    out.append(ForwardConfig("chunked", chunk=chunk, num_warps=w))
+                    if not aligned(n):
+                        out.append(ForwardConfig("chunked", chunk=chunk, num_warps=w, split=True))
     return list(dict.fromkeys(out + wide_tail_variants(out, n)))
 
 
