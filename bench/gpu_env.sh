@@ -17,5 +17,5 @@ dsl_path
 [ -z "${GIT_COMMIT:-}" ] && [ -f .git-commit ] && export GIT_COMMIT=$(cat .git-commit)
 dash() { python3 -m rmsnorm_dash "$@"; }
 # a table tuned earlier in this machine's life (gpu_session.sh's phase tune) is the one every later phase runs with
-[ -f "$KEEP/sm90.json" ] && export RMSNORM_CONFIG_TABLE=$KEEP/sm90.json
+[ -f "$KEEP/tuned.json" ] && export RMSNORM_CONFIG_TABLE=$KEEP/tuned.json
 true

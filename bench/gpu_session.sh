@@ -45,8 +45,8 @@ for phase in "$@"; do
     tune)
       # issue 33: rmsnorm-dash tune on this GPU (the table goes to $KEEP and $OUT; later phases use it)
       nvidia-smi --query-gpu=name,uuid,memory.total,driver_version,clocks.sm,clocks.mem --format=csv
-      timeout -s INT ${TUNE_S:-560} python3 -m rmsnorm_dash tune ${TUNE_ARGS:-} --out "$KEEP/sm90.json" 2>&1 | tee "$OUT/tune.log" | tail -c 6000
-      cp "$KEEP/sm90.json" "$OUT/" 2>/dev/null && export RMSNORM_CONFIG_TABLE=$KEEP/sm90.json
+      timeout -s INT ${TUNE_S:-560} python3 -m rmsnorm_dash tune ${TUNE_ARGS:-} --out "$KEEP/tuned.json" 2>&1 | tee "$OUT/tune.log" | tail -c 6000
+      cp "$KEEP/tuned.json" "$OUT/" 2>/dev/null && export RMSNORM_CONFIG_TABLE=$KEEP/tuned.json
       ;;
     warm-scan)
       # issue 33: compile the configurations in force at the scan's widths in parallel before the sweep does

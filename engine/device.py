@@ -250,7 +250,7 @@ def kernel_configs(info: DeviceInfo) -> dict[str, Any]:
 
     capability = tuple(int(p) for p in info.capability.split(".")) if info.kind == "cuda" and info.capability else None
     try:
-        return describe_configs(arch_of(capability))
+        return describe_configs(arch_of(capability, info.name))
     except (OSError, ValueError) as exc:  # a malformed table: the run says so instead of failing
         return {"table": None, "source": "error", "error": str(exc)[:200]}
 

@@ -3,8 +3,9 @@ tables that `rmsnorm-dash tune` measures over a grid of widths and row counts.
 
 A kernel's choices (tile rows, warps, programs per SM, pipeline stages, which forward kernel) come from
 
-1. the table of the GPU's architecture (``configs/sm90.json`` serves H100 and H200; ``RMSNORM_CONFIG_TABLE``
-   names another file), read by **nearest neighbour**: the tuned width nearest N on a log scale among those of
+1. the table of the GPU's architecture (``configs/sm90.json`` serves the H100 and any other sm_90 card), or of its
+   model where one is shipped (``configs/sm90-h200.json``: `arch_of`); ``RMSNORM_CONFIG_TABLE`` names another file;
+   read by **nearest neighbour**: the tuned width nearest N on a log scale among those of
    the same layout class (`layout_class`: how many power-of-two segments the row has, whether the last is masked,
    how many elements the rows' starts are aligned to) within `CLASS_WINDOW` octaves, else of the same alignment
    within `ALIGNMENT_WINDOW`, else aligned or not alike within it, else among all; then the tuned row count nearest
@@ -516,9 +517,31 @@ def table_for(arch: str) -> ConfigTable | None:
     return load_table(source) if source is not None else None
 
 
-def arch_of(capability: tuple[int, int] | None) -> str:
-    """ "sm90" for compute capability (9, 0); `DEFAULT_ARCH` when there is none (CPU, interpreter)."""
-    return f"sm{capability[0]}{capability[1]}" if capability else DEFAULT_ARCH
+@functools.lru_cache(maxsize=None)
+def arch_of(capability: tuple[int, int] | None, name: str | None = None) -> str:
+    """The key of the table in force: "sm90" for compute capability (9, 0), or "sm90-h200" where the card ``name``
+    ("NVIDIA H200") has a table of its own beside its architecture's (`model_of`); `DEFAULT_ARCH` when there is no
+    capability (CPU, interpreter). Cards of one architecture can want different choices: the H200's faster memory
+    ran the forward's whole-row kernel at 80-93 % of its copy ceiling where the chunked one, which the H100's tune
+    did not pick, ran 97-98 % (2026-12-07)."""
+    if not capability:
+        return DEFAULT_ARCH
+    base = f"sm{capability[0]}{capability[1]}"
+    model = model_of(name)
+    return f"{base}-{model}" if model and table_path(f"{base}-{model}").exists() else base
+
+
+def model_of(name: str | None) -> str | None:
+    """The card model in a device name, as table files are named: "NVIDIA H200" → "h200", "NVIDIA H100 80GB HBM3" →
+    "h100", "NVIDIA A100-SXM4-80GB" → "a100"; None for no name."""
+    words = (name or "").lower().replace("_", " ").replace("-", " ").split()
+    words = [w for w in words if w not in ("nvidia", "amd", "tesla", "geforce", "instinct", "radeon")]
+    model = ""
+    for word in words:  # up to the first word with a digit: "RTX 4090" → "rtx4090"
+        model += "".join(c for c in word if c.isalnum())
+        if any(c.isdigit() for c in word):
+            break
+    return model or None
 
 
 def config_for(kind: str, n: int, m: int, arch: str = DEFAULT_ARCH):

@@ -100,8 +100,9 @@ def _cuda_capability_major(index: int) -> int:
 
 
 def arch(device) -> str:
-    """The kernel-config architecture of ``device`` ("sm90" for an H100 / H200; `kernel_config.DEFAULT_ARCH` on
-    CPU and under the interpreter), which picks the tuned table (`rmsnorm_kernels.kernel_config`)."""
+    """The kernel-config key of ``device`` ("sm90" for an H100, "sm90-h200" for an H200, which has a table of its own;
+    `kernel_config.DEFAULT_ARCH` on CPU and under the interpreter), which picks the tuned table
+    (`rmsnorm_kernels.kernel_config.arch_of`)."""
     import torch
 
     from rmsnorm_kernels.kernel_config import arch_of
@@ -109,7 +110,15 @@ def arch(device) -> str:
     device = torch.device(device)
     if interpreting() or device.type != "cuda":
         return arch_of(None)
-    return arch_of(_cuda_capability(device.index if device.index is not None else torch.cuda.current_device()))
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return arch_of(_cuda_capability(index), _cuda_name(index))
+
+
+@functools.lru_cache(maxsize=None)
+def _cuda_name(index: int) -> str:
+    import torch
+
+    return torch.cuda.get_device_name(index)
 
 
 def dependent_launch(device) -> bool:

@@ -195,13 +195,12 @@ def test_a_malformed_table_is_refused_with_the_reason(bad):
         kc.parse_table(bad, "bad.json")
 
 
-def test_the_shipped_table_reads_and_covers_every_kind():
-    path = kc.table_path("sm90")
-    if not path.exists():
-        pytest.skip("no shipped sm90 table")
+@pytest.mark.parametrize("path", sorted(kc.CONFIG_DIR.glob("*.json")), ids=lambda p: p.name)
+def test_the_shipped_tables_read_and_cover_every_kind(path):
     t = kc.load_table(path)
     assert set(t.entries) == set(kc.KINDS)
     assert t.meta["device"] and t.meta["created_at"] and t.meta["versions"]["triton"]
+    assert t.meta["arch"] == path.stem  # the key `arch_of` gives the cards it serves
     for kind, rows in t.entries.items():
         for n, m, winner in rows:  # at a measured point the measured winner stands (the guards never overrule it)
             assert t.lookup(kind, n, m) == winner, (kind, n, m)
@@ -209,7 +208,7 @@ def test_the_shipped_table_reads_and_covers_every_kind():
         for n in random_widths(4):  # elsewhere: a measured neighbour, else the rule, fitted to the width
             found = t.lookup(kind, n, 4096)
             found = found if found is not None else kc.rule(kind, n, 4096)
-            assert kc.config_for(kind, n, 4096) == kc.fitted(kind, found, n)
+            assert kc.config_for(kind, n, 4096, path.stem) == kc.fitted(kind, found, n)
 
 
 def test_wide_tail_pads_a_thin_last_segment_and_is_a_candidate_only_where_it_changes_the_layout():
@@ -329,3 +328,32 @@ def test_a_padded_forward_block_is_not_lent_where_the_row_fills_far_less_of_it()
             assert kc.padded_fill(n) >= kc.PADDED_FILL_RATIO * kc.padded_fill(11264), n
     only_padded, _ = table({"fwd": [(11264, 16384, padded)]})
     assert only_padded.lookup("fwd", 8960, 16384) is None  # none fits: the caller takes the rule
+
+
+def test_a_card_with_a_table_of_its_own_gets_it_and_the_others_their_architectures(monkeypatch, tmp_path):
+    """The H200 and the H100 are both sm_90 and wanted different forwards (the H200 ran whole rows at 80-93 % of its
+    copy ceiling where chunks ran 97-98 %): ``configs/sm90-h200.json`` serves an H200, ``sm90.json`` every other
+    sm_90 card; a model with no file of its own, or no name, gets the architecture's."""
+    for name, rows in (("sm90", 8), ("sm90-h200", 2)):
+        _, doc = table({"fwd": [(4096, 16384, ForwardConfig("rows", rows=rows, num_warps=8))]}, arch=name)
+        (tmp_path / f"{name}.json").write_text(json.dumps(doc))
+    monkeypatch.setattr(kc, "CONFIG_DIR", tmp_path)
+    monkeypatch.delenv(kc.TABLE_ENV, raising=False)
+    for cache in (kc.arch_of, kc.table_for):
+        cache.cache_clear()
+    try:
+        assert kc.arch_of((9, 0), "NVIDIA H200") == "sm90-h200"
+        assert kc.arch_of((9, 0), "NVIDIA H100 80GB HBM3") == kc.arch_of((9, 0)) == "sm90"
+        assert kc.arch_of((8, 0), "NVIDIA A100-SXM4-80GB") == "sm80" and kc.arch_of(None, "NVIDIA H200") == "sm90"
+        assert kc.config_for("fwd", 4096, 16384, kc.arch_of((9, 0), "NVIDIA H200")).rows == 2
+        assert kc.config_for("fwd", 4096, 16384, kc.arch_of((9, 0), "NVIDIA H100 PCIe")).rows == 8
+        assert kc.describe(kc.arch_of((9, 0), "NVIDIA H200"))["arch"] == "sm90-h200"
+    finally:
+        for cache in (kc.arch_of, kc.table_for):
+            cache.cache_clear()
+    assert [kc.model_of(n) for n in ("NVIDIA H200", "NVIDIA H100 80GB HBM3", "NVIDIA GeForce RTX 4090", "")] == [
+        "h200",
+        "h100",
+        "rtx4090",
+        None,
+    ]
