@@ -26,6 +26,19 @@ from app.worker_child import get_ready, self_check_case
 from app.worker_protocol import Ready, RunFailed, StartFailed, tag_device
 
 
+def use_the_node_threads() -> int:
+    """Give torch as many threads as a local worker process has. Ray sets ``OMP_NUM_THREADS`` to an actor's CPUs,
+    and to 1 for ours (``num_cpus=0``: a GPU actor must not hold the node's CPUs from other work), so torch's host
+    side (the CPU engine, the fp64 reference of CPU rows) ran on one core where a local worker uses every core it may
+    run on. Returns the thread count."""
+    import torch
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if os.environ.get("OMP_NUM_THREADS") == "1":  # Ray's (it leaves a value set on the node alone)
+        torch.set_num_threads(cores)
+    return torch.get_num_threads()
+
+
 class _Feed:
     """The cases of the run in progress, handed to `iter_run` one at a time (it draws the next one only after
     yielding the previous row)."""
@@ -58,6 +71,7 @@ class GpuActor:
         try:
             import ray
 
+            use_the_node_threads()
             cuda = _has_cuda()
             self.bench = get_ready("cuda:0" if cuda else "cpu:0", plugins, ceiling_bytes, known_ceiling)
             gpu_ids = ray.get_gpu_ids()

@@ -7,8 +7,9 @@ local worker on ``--device`` (``cuda:0`` on a GPU host, ``cpu`` elsewhere), one 
 Only one of them measures at a time. Each round POSTs the sweep to each (order alternating) and times, client side,
 the request to its summary line; a warm-up sweep on each comes first (start-up, compile, first allocation) and is
 not counted. Per case: wall / cases; the time inside the engine (Σ ended_at − started_at of the rows) is reported
-too, so that what Ray adds (wall − engine) is seen apart from the measuring itself. Both sides run with
-``OMP_NUM_THREADS=1`` (what Ray gives an actor), so that on a CPU they measure alike.
+too, so that what Ray adds (wall − engine) is seen apart from the measuring itself. Both sides have the node's
+cores for torch's threads (the actor takes them back from Ray's ``OMP_NUM_THREADS=1``:
+`app.ray_actor.use_the_node_threads`; until 2026-12-07 both ran with one thread).
 
     python bench/fleet_overhead.py --start-cluster [--device cpu] [--rounds 5] [--out FILE.json]
     python bench/fleet_overhead.py --ray 127.0.0.1:6379 --device cuda:0 --impls triton,torch-native
@@ -91,9 +92,6 @@ def main() -> int:
     if args.rounds < 1 or args.reps < 1:
         parser.error("--rounds and --reps must be at least 1")
 
-    # Ray gives an actor OMP_NUM_THREADS=1 (its num_cpus); the local worker gets the same, so that on a CPU the two
-    # measure alike (on a GPU the kernels do not care)
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
     cluster = None
     address = args.ray
     if args.start_cluster:
@@ -108,7 +106,7 @@ def main() -> int:
     body = sweep_body(args)
     work = Path(tempfile.mkdtemp(prefix="rmsnorm-fleet-overhead-"))
     env = {
-        "OMP_NUM_THREADS": os.environ["OMP_NUM_THREADS"],
+        **({"OMP_NUM_THREADS": os.environ["OMP_NUM_THREADS"]} if "OMP_NUM_THREADS" in os.environ else {}),
         "RMSNORM_CEILING_BYTES": os.environ.get(
             "RMSNORM_CEILING_BYTES", str(1 << 20 if args.device == "cpu" else 1 << 28)
         ),

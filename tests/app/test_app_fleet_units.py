@@ -130,3 +130,25 @@ def test_an_address_where_nothing_listens_is_refused_at_once():
     )
     assert "refused:" in out.stdout and "nothing answers there" in out.stdout, (out.stdout, out.stderr[-2000:])
     assert float(out.stdout.strip().splitlines()[-1]) < 30
+
+
+def test_a_ray_actor_gets_the_threads_a_local_worker_has():
+    """Ray sets OMP_NUM_THREADS=1 in our actors (num_cpus=0); torch there ran its host side on one core where a local
+    worker uses every core it may run on. In a fresh process with Ray's setting, torch has one thread until the
+    actor's start gives it the cores."""
+    import os
+    import subprocess
+    import sys
+
+    cores = len(os.sched_getaffinity(0))
+    code = (
+        "import torch; before = torch.get_num_threads(); from app.ray_actor import use_the_node_threads; "
+        "print(before, use_the_node_threads(), torch.get_num_threads())"
+    )
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["1", str(cores), str(cores)], out.stdout + out.stderr
+    env["OMP_NUM_THREADS"] = "3"  # set on the node by its owner: left alone (torch caps it at the cores)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=True)
+    before, returned, after = out.stdout.split()
+    assert before == returned == after == str(min(3, cores)), out.stdout + out.stderr
