@@ -7,7 +7,7 @@ from kernel_inputs import DTYPES, ODD_N, random_inputs, spy_launches
 from rmsnorm_kernels.poison import poisoned_outputs
 from rmsnorm_kernels.reference import relative_error, rmsnorm_reference, tolerance_for
 from rmsnorm_kernels.segments import row_alignment, row_segments
-from rmsnorm_kernels.kernel_config import ForwardConfig, forward_candidates
+from rmsnorm_kernels.kernel_config import CHUNKED_FROM, ForwardConfig, forward_candidates, rule_forward
 from rmsnorm_kernels.triton_forward import rmsnorm_forward, rmsnorm_fwd_rows_kernel
 
 
@@ -81,15 +81,22 @@ def test_chunked_two_pass_forward(n, dtype):
     "n, chunks",
     [
         (16384, {512, 1024, 2048, 4096}),
-        (2560, {512}),
-        (5120, {512, 1024}),
-        (3000, {512, 1024}),
+        (2560, {512, 2048, 4096}),
+        (5120, {512, 1024, 2048, 4096}),
+        (3000, {512, 1024, 2048, 4096}),
+        (2048, {512, 1024, 2048, 4096}),
         (1024, set()),
         (200, set()),
     ],
 )
-def test_chunked_candidates_are_the_chunks_that_pad_the_row_least(n, chunks):
-    assert {c.chunk for c in forward_candidates(n) if c.kernel == "chunked"} == chunks
+def test_chunked_candidates_are_the_chunks_that_pad_the_row_least_and_the_wide_ones(n, chunks):
+    """Narrow chunks only where the last one is nearly full; 2048 and 4096 at any width from 2048, up to 16 warps,
+    however much of the last one is masked (the H200 ran 4096 × 16 warps at 97–98 % of its copy ceiling at 8960,
+    where the last chunk holds 768 of 4096)."""
+    found = [c for c in forward_candidates(n) if c.kernel == "chunked"]
+    assert {c.chunk for c in found} == chunks
+    assert all(c.num_warps <= (16 if c.chunk >= 2048 else 8) for c in found)
+    assert any(c.num_warps == 16 for c in found) == bool(chunks)
 
 
 def test_poisoning_catches_an_unwritten_row():
@@ -110,7 +117,9 @@ def test_poisoning_catches_an_unwritten_row():
 @pytest.mark.parametrize("n", [1, 511, 512, 513, 2048, 2049, 3000, 5120, 8192, 8193, 65536])
 def test_forward_candidates_give_every_thread_a_fair_share_of_the_tile(n):
     found = forward_candidates(n)
-    assert found and found[0].kernel == "rows"
+    assert found and found[0] == rule_forward(n)  # the rule first: the tuner keeps it unless beaten (RULE_MARGIN)
+    assert found[0].kernel == ("chunked" if n >= CHUNKED_FROM else "rows")
+    assert any(c.kernel == "rows" for c in found)  # whole rows stay a candidate at every width
     for c in found:
         if c.kernel == "rows" and c.rows == 1 and not c.padded:
             assert row_segments(n).padded // (32 * c.num_warps) >= 4 or n < 128
