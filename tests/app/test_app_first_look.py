@@ -138,6 +138,25 @@ def listing(
             ],
             ["h100-bwd", "h100-fwd"],
         ),
+        # ... but a newer one-pass side run on another card does not switch the device (2026-12-07: an H200 forward
+        # check after the H100's width scan opened a three-day-old H200 run).
+        (
+            [
+                listing("h200-fwd-check", "2026-12-07T18:50:00Z", 3, passes=("fwd",), device="H200"),
+                listing("h100-bwd", "2026-12-07T15:12:00Z", 4, passes=("bwd",), device="H100", shapes=WIDTHS),
+                listing("h100-fwd", "2026-12-07T15:20:00Z", 4, passes=("fwd",), device="H100", shapes=WIDTHS),
+                listing("h200-both", "2026-12-04T08:20:00Z", 9, device="H200"),
+            ],
+            ["h100-bwd", "h100-fwd"],
+        ),
+        # A backward pairs only with a forward of its own card (two cards' files of one commit, day and shapes).
+        (
+            [
+                listing("h200-fwd", "2026-12-07T18:50:00Z", 3, passes=("fwd",), device="H200"),
+                listing("h100-bwd", "2026-12-07T15:12:00Z", 4, passes=("bwd",), device="H100"),
+            ],
+            ["h200-fwd"],
+        ),
     ],
 )
 def test_the_rule_picks_the_documented_run(runs, chosen):
