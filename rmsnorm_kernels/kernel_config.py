@@ -26,8 +26,9 @@ A kernel's choices (tile rows, warps, programs per SM, pipeline stages, which fo
      row a program held in registers as segments, 16 elements per thread (4 … 32 warps); from 4 K on the chunked
      kernel (chunks of 2 K / 4 K, 8 warps, 16 from 7 K), its last chunk masked;
    * rows that do not start 16-byte aligned (N % 8 ≠ 0 for 2-byte elements) are loaded one element at a time,
-     each with its own 64-bit address: half the backward tile, and warps enough for the addresses' registers;
-     twice the forward's warps (its chunked kernel: ``split``, 8 warps).
+     each with its own 64-bit address: half the backward tile, and warps enough for the addresses' registers (odd
+     rows from `ODD_ONE_STAGE_FROM`: one pipeline stage, their 2-byte loads are not `cp.async`); twice the forward's
+     warps (its chunked kernel: ``split``, 8 warps).
 
 The tables hold, for each (kind, N, M) the tuner measured, the winning configuration and both its and the
 rule's bandwidth (how much the table is worth over the rule, per width). Kinds: ``fwd``, ``persistent``,
@@ -53,6 +54,11 @@ DEFAULT_ARCH = "sm90"
 BACKWARD_TILE_ELEMENTS = 16384
 """A backward tile's rows × padded width stays under this (x and dy of ~12 K elements in flight per program)."""
 FORWARD_MULTI_ROW_ELEMENTS = 4096
+ODD_ONE_STAGE_FROM = 8192
+"""Odd rows this wide get the backward rule's one pipeline stage: their 2-byte loads cannot be `cp.async`, so stages
+only cost shared memory (H100, 2026-12-07: 14155 on the rule's three stages ran at 23 % of
+the copy ceiling, 15651 / 15678 on one 1.12-1.18x faster than on a borrowed three; H200 probe: at 14155 and 15253 the
+best candidates had one stage, 45-46 % against 38 % for three)."""
 CHUNKED_FROM = 4096
 """The forward's rule takes the chunked kernel from this width on (H200, 2026-12-07, `bench/probe_band.py`: chunks of
 2048 / 4096 ran 93-98 % of the copy ceiling from 4096 to 16384 where whole rows in registers ran 80-93 %)."""
@@ -203,7 +209,7 @@ def rule_backward(kind: str, n: int, m: int = 16384, vector: bool | None = None)
         rows=rows,
         num_warps=warps,
         programs_per_sm=per_sm,
-        stages=1 if wide else 3,
+        stages=1 if wide or (n % 2 and p >= ODD_ONE_STAGE_FROM) else 3,
         reload_weight=reload or wide,
         rows_per_program=workspace_rows_rule(rows, p) if kind == "workspace" else 0,
     )

@@ -357,3 +357,17 @@ def test_a_card_with_a_table_of_its_own_gets_it_and_the_others_their_architectur
         "rtx4090",
         None,
     ]
+
+
+def test_the_rule_pipelines_no_wide_odd_row():
+    """Odd rows load 2 bytes at a time, which `cp.async` cannot move: from `ODD_ONE_STAGE_FROM` on the rule gives
+    them one stage (the H100 ran 14155 on its three at 23 % of the copy ceiling); aligned and even rows keep three
+    below 16 K, every row one from 16 K."""
+    for n in random_widths(40):
+        stages = kc.rule_backward("persistent", n).stages
+        p = kc.padded_width(n)
+        if p >= 16384 or (n % 2 and p >= kc.ODD_ONE_STAGE_FROM):
+            assert stages == 1, n
+        else:
+            assert stages == 3, n
+    assert kc.rule_backward("persistent", 14155).stages == 1 and kc.rule_backward("persistent", 14154).stages == 3
