@@ -56,9 +56,9 @@ BACKWARD_TILE_ELEMENTS = 16384
 FORWARD_MULTI_ROW_ELEMENTS = 4096
 ODD_ONE_STAGE_FROM = 8192
 """Odd rows this wide get the backward rule's one pipeline stage: their 2-byte loads cannot be `cp.async`, so stages
-only cost shared memory (H100, 2026-12-07: 14155 on the rule's three stages ran at 23 % of
-the copy ceiling, 15651 / 15678 on one 1.12-1.18x faster than on a borrowed three; H200 probe: at 14155 and 15253 the
-best candidates had one stage, 45-46 % against 38 % for three)."""
+only cost shared memory (H100, 2026-12-07: 14155 on the rule's three stages ran at 23 % of the copy ceiling, 15651 /
+15678 on one 1.12-1.18x faster than on a borrowed three; H200 probe: at 14155 and 15253 the best candidates had one
+stage, 45-46 % against 38 % for three)."""
 CHUNKED_FROM = 4096
 """The forward's rule takes the chunked kernel from this width on (H200, 2026-12-07, `bench/probe_band.py`: chunks of
 2048 / 4096 ran 93-98 % of the copy ceiling from 4096 to 16384 where whole rows in registers ran 80-93 %)."""
@@ -379,8 +379,9 @@ WIDE_CHUNK = 2048
 
 
 def forward_candidates(n: int, m: int = 16384) -> list[ForwardConfig]:
-    """The rule's choice, its warps halved and doubled, rows halved and doubled for short rows, the padded
-    layout, and for rows of 2 K and more the chunked kernel with the chunks that pad the row least. Rows
+    """The rule's choice; whole rows (the rule's below `CHUNKED_FROM`, `whole_rows_forward` above) with warps halved
+    and doubled, rows halved and doubled for short rows, the padded layout; and for rows of 2 K and more the chunked
+    kernel with the chunks that pad the row least and the wide ones (`WIDE_CHUNK` up) at up to 16 warps. Rows
     `partly_aligned` also get the aligned rule's choice and its neighbours, and rows not aligned the chunked
     kernel's ``split`` (a prototype ran 1.06–1.27× the unsplit chunked kernel at 7 of 8 such widths on an H100)."""
     out = [rule_forward(n, m)]
