@@ -268,29 +268,24 @@ def workspace_rows_rule(rows: int, p: int) -> int:
 
 def rule_forward(n: int, m: int = 16384, vector: bool | None = None) -> ForwardConfig:
     """The forward's configuration by the rule (module text); ``vector``: as if rows were (not) 16-byte aligned."""
+    if n < CHUNKED_FROM:
+        return rows_rule_forward(n, m, vector)
+    scalar = not (aligned(n) if vector is None else vector)
+    return ForwardConfig(
+        "chunked", chunk=2048 if n < 6144 else 4096, num_warps=8 if scalar or n < 7168 else 16, split=scalar
+    )
+
+
+def rows_rule_forward(n: int, m: int = 16384, vector: bool | None = None) -> ForwardConfig:
+    """The rule's whole-rows kernel at any width (the rule below `CHUNKED_FROM`; above it the tuner's other family):
+    short rows several to a program, longer ones one a program, 16 elements per thread."""
     p = padded_width(n)
     scalar = 1 if (aligned(n) if vector is None else vector) else 2  # scalar loads: half the elements per thread
     if p <= 1024:
         rows = max(1, FORWARD_MULTI_ROW_ELEMENTS // next_power_of_two(p))
         warps = scalar * rows * next_power_of_two(p) // 512
         return ForwardConfig("rows", rows=rows, num_warps=min(8 * scalar, max(1, warps)))
-    if n >= CHUNKED_FROM:
-        return ForwardConfig(
-            "chunked",
-            chunk=2048 if n < 6144 else 4096,
-            num_warps=16 if n >= 7168 and scalar == 1 else 8,
-            split=scalar == 2,
-        )
-    return whole_rows_forward(n, vector)
-
-
-def whole_rows_forward(n: int, vector: bool | None = None) -> ForwardConfig:
-    """One row a program held in registers, 16 elements per thread (the rule below `CHUNKED_FROM`; above it the
-    tuner's other family)."""
-    scalar = 1 if (aligned(n) if vector is None else vector) else 2
-    return ForwardConfig(
-        "rows", rows=1, num_warps=min(MAX_WARPS, max(4, scalar * nearest_power_of_two(padded_width(n) / 512)))
-    )
+    return ForwardConfig("rows", rows=1, num_warps=min(MAX_WARPS, max(4, scalar * nearest_power_of_two(p / 512))))
 
 
 def rule(kind: str, n: int, m: int = 16384):
@@ -379,15 +374,14 @@ WIDE_CHUNK = 2048
 
 
 def forward_candidates(n: int, m: int = 16384) -> list[ForwardConfig]:
-    """The rule's choice; whole rows (the rule's below `CHUNKED_FROM`, `whole_rows_forward` above) with warps halved
-    and doubled, rows halved and doubled for short rows, the padded layout; and for rows of 2 K and more the chunked
+    """The rule's choice; the rule's whole rows (`rows_rule_forward`) with warps halved and doubled, rows halved and doubled for short rows, the padded layout; and for rows of 2 K and more the chunked
     kernel with the chunks that pad the row least and the wide ones (`WIDE_CHUNK` up) at up to 16 warps. Rows
     `partly_aligned` also get the aligned rule's choice and its neighbours, and rows not aligned the chunked
     kernel's ``split`` (a prototype ran 1.06–1.27× the unsplit chunked kernel at 7 of 8 such widths on an H100)."""
     out = [rule_forward(n, m)]
-    out += _forward_around(rule_forward(n, m) if n < CHUNKED_FROM else whole_rows_forward(n), n)
+    out += _forward_around(rows_rule_forward(n, m), n)
     if partly_aligned(n):
-        out += _forward_around(rule_forward(n, m, vector=True) if n < CHUNKED_FROM else whole_rows_forward(n, True), n)
+        out += _forward_around(rows_rule_forward(n, m, vector=True), n)
     if n >= 2048:
         for chunk in CHUNKS:
             # a wide chunk is tried whatever its last one masks (TorchInductor's looped reduction does so): the

@@ -153,7 +153,7 @@ def test_unaligned_rows_are_their_own_class_and_get_more_warps():
         ]
         assert per_thread[0] <= per_thread[1], (odd, rule_odd, rule_even)
         even = odd + 7 - (odd + 7) % 8
-        assert kc.whole_rows_forward(odd).num_warps >= kc.whole_rows_forward(even).num_warps, odd
+        assert kc.rows_rule_forward(odd).num_warps >= kc.rows_rule_forward(even).num_warps, odd
         if kc.rule_forward(odd).kernel == "chunked":  # its body loaded in whole vectors, the edges apart
             assert kc.rule_forward(odd).split and not kc.rule_forward(even).split, odd
     aligned_winner, odd_winner = (
