@@ -37,14 +37,7 @@ print(f"{info.name} ceiling {ceil:.0f} GB/s", flush=True)
 plan = {}
 for kind, n in CASES:
     in_force = kc.config_for(kind, n, M)
-    extra = []
-    if kind == "fwd" and os.environ.get("PROBE_WIDE_CHUNKS"):  # TorchInductor's looped reduction: wider chunks
-        extra = [
-            kc.ForwardConfig(kernel="chunked", rows=1, num_warps=w, chunk=c, split=n % 8 != 0)
-            for c in (2048, 4096)
-            for w in (4, 8, 16)
-        ]
-    plan[(kind, n)] = (in_force, list(dict.fromkeys([in_force, *kc.candidates(kind, n, M), *extra])))
+    plan[(kind, n)] = (in_force, list(dict.fromkeys([in_force, *kc.candidates(kind, n, M)])))
 jobs = [(kind, n, kc.config_to_dict(c), "bfloat16", "cuda") for (kind, n), (_, cs) in plan.items() for c in cs]
 dropped = T.compile_all(jobs, workers=min(15, os.cpu_count() or 1))
 out = {"device": info.name, "uuid": info.uuid, "ceiling_GBps": ceil, "git_commit": devices.git_commit(), "cases": []}
