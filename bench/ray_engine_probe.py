@@ -5,7 +5,8 @@
 same cases through `engine.runner.iter_run` in two places that differ only in what hosts them:
 
 - ``plain``: a spawned process, as the service's local worker is (`app.worker_child.get_ready`);
-- ``ray``: a Ray actor placed as the fleet places ours (``num_gpus=1, num_cpus=0``, `use_the_node_threads`).
+- ``ray``: a Ray actor placed as the fleet places ours (``num_gpus=1, num_cpus=0``, `use_the_node_threads`,
+  `undo_worker_niceness` unless ``--keep-nice``).
 
 Rounds alternate between them; the last round of each runs under cProfile, and each side reports what could make
 host work slower: torch's threads, the CPU set, the nice value, Python's thread count and switch interval, the
@@ -94,10 +95,12 @@ def measure(label: str, sweep: dict, profile: bool) -> dict:
 
 
 class ProbeActor:
-    def __init__(self) -> None:
-        from app.ray_actor import use_the_node_threads
+    def __init__(self, keep_nice: bool) -> None:
+        from app.ray_actor import undo_worker_niceness, use_the_node_threads
 
         use_the_node_threads()
+        if not keep_nice:  # as `app.ray_actor.GpuActor` starts
+            undo_worker_niceness()
 
     def measure(self, label: str, sweep: dict, profile: bool) -> dict:
         return measure(label, sweep, profile)
@@ -115,6 +118,7 @@ def main() -> int:
     parser.add_argument("--n", default="1024,4096")
     parser.add_argument("--reps", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--keep-nice", action="store_true", help="leave the actor at Ray's nice value (15)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     sweep = {
@@ -139,7 +143,7 @@ def main() -> int:
                                                                 "object_store_memory": 80 << 20})
         address = cluster.address
     ray.init(address=address, logging_level="ERROR", log_to_driver=False)
-    actor = ray.remote(num_gpus=1, num_cpus=0)(ProbeActor).remote()
+    actor = ray.remote(num_gpus=1, num_cpus=0)(ProbeActor).remote(args.keep_nice)
     label = "cuda:0" if args.device.startswith("cuda") else "cpu"
     pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
     sides = {
@@ -171,6 +175,7 @@ def main() -> int:
         "sweep": sweep,
         "rounds": args.rounds,
         "device": args.device,
+        "keep_nice": args.keep_nice,
         "plain_engine_ms_per_case": per_case("plain"),
         "ray_engine_ms_per_case": per_case("ray"),
         "host": {name: results[name][-1]["host"] for name in results},

@@ -72,6 +72,12 @@ for phase in "$@"; do
         | tee "$OUT/stream-ray.ndjson" | cut -c1-200
       kill -INT "$server"; wait "$server"
       tail -5 "$OUT/serve-ray.log"
+      # the engine alone in a spawned process vs a Ray actor, profiled: at Ray's nice 15, then as our actor runs
+      for nice in keep undo; do
+        python3 bench/ray_engine_probe.py --ray "127.0.0.1:$RAY_PORT" --device cuda:0 --rounds 4 \
+          $([ $nice = keep ] && echo --keep-nice) --out "$OUT/ray-engine-probe-$nice.json" > "$OUT/ray-engine-probe-$nice.log" 2>&1
+        grep -v "^\s*$" "$OUT/ray-engine-probe-$nice.log" | head -40 | cut -c1-220
+      done
       # the same sweep through the local worker and through Ray, interleaved rounds
       python3 bench/fleet_overhead.py --ray "127.0.0.1:$RAY_PORT" --device cuda:0 \
         --impls triton,triton-persistent,torch-native --dtypes bfloat16 --m 4096,16384 --n 1024,4096 --reps 50 \

@@ -152,3 +152,23 @@ def test_a_ray_actor_gets_the_threads_a_local_worker_has():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=True)
     before, returned, after = out.stdout.split()
     assert before == returned == after == str(min(3, cores)), out.stdout + out.stderr
+
+
+def test_a_ray_actor_measures_at_the_services_priority():
+    """Ray starts workers at nice 15; the actor goes back to 0 where the process may lower its nice value (root or
+    CAP_SYS_NICE), else it reports the value it stays at. Checked in a child process started at nice 15."""
+    import subprocess
+    import sys
+
+    code = (
+        "import os; os.nice(15 - os.nice(0)); from app.ray_actor import undo_worker_niceness; "
+        "got = undo_worker_niceness(); print(got, os.nice(0))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    got, now = out.stdout.split()
+    assert got == now, out.stdout
+    probe = subprocess.run(
+        [sys.executable, "-c", "import os; os.nice(15 - os.nice(0)); os.setpriority(os.PRIO_PROCESS, 0, 0)"],
+        capture_output=True,
+    )
+    assert got == ("0" if probe.returncode == 0 else "15"), (got, probe.stderr[-300:])
