@@ -24,6 +24,7 @@ from app.edge import BodyLimit, HostAndHeaders, client_errors, security_headers
 from app.settings import Settings, get_settings
 from app.state import Service
 from engine.catalog import prepare_process
+from engine.runner import settle_heap
 from engine.device import package_version
 
 log = logging.getLogger("rmsnorm.service")
@@ -74,6 +75,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         service.scheduler.start(warm=settings.start_workers)
         if settings.start_workers:
             import_process.warm()
+        # what start-up built out of the collector's sight: otherwise each full collection walks it on the event
+        # loop's thread, 100-190 ms here during which no request is answered (issue 12)
         settle_heap()
         try:
             yield
@@ -158,17 +161,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if settings.static_dir.is_dir():
         app.mount("/static", StaticFiles(directory=settings.static_dir), name="static")
     return app
-
-
-def settle_heap() -> None:
-    """Collect once, then freeze what start-up built (torch, the registry, pydantic's schemas: ~200 000 objects)
-    out of the collector's sight. Otherwise every full collection walks all of it on the event loop's thread: on a
-    2-core machine 100-190 ms during which no request is answered (issue 12: /api/health's 157 ms while big bodies
-    were refused)."""
-    import gc
-
-    gc.collect()
-    gc.freeze()
 
 
 def allowed_methods(app: FastAPI, scope) -> list[str]:

@@ -72,8 +72,9 @@ def measure(label: str, sweep: dict, profile: bool) -> dict:
     start = time.perf_counter()
     if profiler:
         profiler.enable()
-    rows = [item for item in iter_run(sweep, device=str(bench.device), bench=bench, registry=bench.registry,
-                                      cases=cases)][1:]
+    rows = [
+        item for item in iter_run(sweep, device=str(bench.device), bench=bench, registry=bench.registry, cases=cases)
+    ][1:]
     if profiler:
         profiler.disable()
     wall = time.perf_counter() - start
@@ -138,9 +139,10 @@ def main() -> int:
     if args.start_cluster:
         from ray.cluster_utils import Cluster
 
-        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 1,
-                                                                "include_dashboard": False,
-                                                                "object_store_memory": 80 << 20})
+        cluster = Cluster(
+            initialize_head=True,
+            head_node_args={"num_cpus": 1, "num_gpus": 1, "include_dashboard": False, "object_store_memory": 80 << 20},
+        )
         address = cluster.address
     ray.init(address=address, logging_level="ERROR", log_to_driver=False)
     actor = ray.remote(num_gpus=1, num_cpus=0)(ProbeActor).remote(args.keep_nice)
@@ -160,8 +162,11 @@ def main() -> int:
             for name in order:
                 result = sides[name](round_ >= args.rounds - 2)
                 results[name].append(result)
-                print(f"round {round_ + 1} {name:5s}: {result['engine_s'] / result['cases'] * 1e3:8.2f} ms/case in "
-                      f"the engine ({result['cases']} cases, {result['not_ok']} not ok)", flush=True)
+                print(
+                    f"round {round_ + 1} {name:5s}: {result['engine_s'] / result['cases'] * 1e3:8.2f} ms/case in "
+                    f"the engine ({result['cases']} cases, {result['not_ok']} not ok)",
+                    flush=True,
+                )
     finally:
         pool.shutdown()
         ray.shutdown()
@@ -182,8 +187,10 @@ def main() -> int:
         "rounds_detail": results,
     }
     summary["overhead_pct"] = 100 * (summary["ray_engine_ms_per_case"] / summary["plain_engine_ms_per_case"] - 1)
-    print(f"\nengine time per case (median of {args.rounds}): plain {summary['plain_engine_ms_per_case']:.2f} ms, "
-          f"Ray actor {summary['ray_engine_ms_per_case']:.2f} ms → {summary['overhead_pct']:+.1f} %")
+    print(
+        f"\nengine time per case (median of {args.rounds}): plain {summary['plain_engine_ms_per_case']:.2f} ms, "
+        f"Ray actor {summary['ray_engine_ms_per_case']:.2f} ms → {summary['overhead_pct']:+.1f} %"
+    )
     for name in results:
         facts = {k: v for k, v in summary["host"][name].items() if k != "env"}
         print(f"{name}: {facts}\n  env: {summary['host'][name]['env']}")

@@ -371,8 +371,9 @@ def settle_heap() -> None:
     collector's reach, after one last full collection. Each case ends with ``gc.collect()`` so that its tensors are
     gone before the next case allocates; with the whole heap in view that collection took 75 ms (this 2-core
     machine, ~186,000 objects after the imports) and more in a Ray actor, whose heap holds Ray as well: twice per
-    case, most of a small GPU case's time (issue 37). Frozen objects are still freed by reference counting; only a
-    cycle among them that dies later is kept, and nothing alive between runs holds a case's tensors."""
+    case, most of a small GPU case's time (issue 37). The service calls it once started, for the same reason.
+    Frozen objects are still freed by reference counting; only a cycle among them that dies later is kept, and
+    nothing alive between runs holds a case's tensors."""
     gc.collect()
     gc.freeze()
 

@@ -93,8 +93,11 @@ def test_a_run_freezes_the_heap_it_starts_with_and_still_frees_a_case_cycle(regi
         before = gc.get_freeze_count()
         long_lived = Node()
         long_lived.me = long_lived  # alive at the run's start: frozen, not freed
-        run = iter_run(_sweep(registry), registry=registry, bench=DeviceBench("cpu", ceiling_bytes=SMALL_CEILING,
-                                                                              registry=registry))
+        run = iter_run(
+            _sweep(registry),
+            registry=registry,
+            bench=DeviceBench("cpu", ceiling_bytes=SMALL_CEILING, registry=registry),
+        )
         next(run)
         assert gc.get_freeze_count() > before
         late = Node()
