@@ -356,6 +356,12 @@ class ResultRow(AliasModel):
         "inputs not counted): the CUDA caching allocator's peak during one call after the timed ones, less what "
         "was allocated as it began; null: not measured (peak_bytes_note says why: CPU, CUDA graphs, older files)",
     )
+    set_medians_us: Optional[list[Time]] = Field(
+        default=None,
+        max_length=64,
+        description="median time of the repetitions on each rotating input set, in set order (CUDA events timing, "
+        "two sets or more): sets far apart mean the time depends on where the inputs lie, not on the kernel alone",
+    )
     started_at: float = Field(ge=0)
     ended_at: float = Field(ge=0)
     verified: Optional[bool] = Field(

@@ -62,6 +62,9 @@ class Stats:
     peak_bytes: Optional[int] = None
     """bytes the pass itself allocates at its peak (outputs and temporaries; inputs not counted), CUDA events
     mode only (see the module's docstring)"""
+    set_medians_us: Optional[list[float]] = None
+    """median of the repetitions on each rotating input set (CUDA events, two sets or more): a median between a
+    fast set and a slow one shows here (H200 2026-12-07: min 128 µs, median 140 µs at one width, not at others)"""
 
 
 def _quantile(sorted_values: Sequence[float], q: float) -> float:
@@ -97,7 +100,10 @@ def stats_from_seconds(
     host_us: Optional[float] = None,
     mallocs: Optional[int] = None,
     peak_bytes: Optional[int] = None,
+    set_of: Optional[Sequence[int]] = None,
 ) -> Stats:
+    """``set_of``: the rotating input set each sample ran on; with two sets or more the per-set medians come out
+    too."""
     if not samples:
         raise ValueError("no timing samples")
     values = sorted(float(s) * 1e6 for s in samples)
@@ -113,7 +119,17 @@ def stats_from_seconds(
         host_us=host_us,
         device_mallocs=mallocs,
         peak_bytes=peak_bytes,
+        set_medians_us=_set_medians_us(samples, set_of),
     )
+
+
+def _set_medians_us(samples: Sequence[float], set_of: Optional[Sequence[int]]) -> Optional[list[float]]:
+    if set_of is None or len(set(set_of)) < 2:
+        return None
+    by_set: dict[int, list[float]] = {}
+    for sample, k in zip(samples, set_of):
+        by_set.setdefault(k, []).append(float(sample) * 1e6)
+    return [statistics.median(by_set[k]) for k in sorted(by_set)]
 
 
 SPIN_CLOCK_HZ = 2.0e9  # H100/H200 boost clock; a slower clock only makes the spin longer, which is harmless
@@ -306,7 +322,13 @@ def measure(
             samples = [s.elapsed_time(e) * 1e-3 for s, e in zip(starts, ends)]
             mallocs = None if mallocs_before is None or mallocs_after is None else mallocs_after - mallocs_before
             peak = peak_pass_bytes(workload, start_index + repetitions, device)
-            return stats_from_seconds(samples, host_us=statistics.median(hosts) * 1e6, mallocs=mallocs, peak_bytes=peak)
+            return stats_from_seconds(
+                samples,
+                host_us=statistics.median(hosts) * 1e6,
+                mallocs=mallocs,
+                peak_bytes=peak,
+                set_of=[(start_index + r) % workload.sets for r in range(repetitions)],
+            )
         else:
             samples = []
             for r in range(repetitions):

@@ -168,6 +168,7 @@ def test_runfile_round_trip_keeps_extra_fields():
         "profile": None,
         "device_mallocs": None,
         "peak_bytes": None,
+        "set_medians_us": None,
     }
     assert {k: getattr(parsed.rows[0], k) for k in not_verified} == not_verified
     expected = {**doc, "rows": [{**row, **not_verified}]}

@@ -23,6 +23,22 @@ def test_stats_match_numpy_quantiles():
     assert (stats.min_us, stats.max_us, stats.repetitions) == (pytest.approx(us.min()), pytest.approx(us.max()), 37)
 
 
+def test_per_set_medians_follow_the_set_each_sample_ran_on():
+    """Two rotating sets, one slow: the row's median lies between them; the per-set medians show which is which.
+    The first timed repetition may fall on either set (the warm-up and the enqueue probe come first)."""
+    rng = np.random.default_rng()
+    first = int(rng.integers(0, 3))
+    sets = [(first + r) % 3 for r in range(31)]
+    base = {0: 100e-6, 1: 140e-6, 2: 101e-6}
+    samples = [base[k] * (1 + 0.01 * rng.standard_normal()) for k in sets]
+    stats = stats_from_seconds(samples, set_of=sets)
+    expect = [np.median([s for s, k in zip(samples, sets) if k == j]) * 1e6 for j in range(3)]
+    assert stats.set_medians_us == pytest.approx(expect)
+    assert stats.set_medians_us[1] > 1.3 * stats.set_medians_us[0]
+    assert stats_from_seconds(samples).set_medians_us is None
+    assert stats_from_seconds(samples, set_of=[0] * 31).set_medians_us is None  # one set: nothing to split
+
+
 def test_stats_reject_empty_and_non_finite():
     with pytest.raises(ValueError):
         stats_from_seconds([])
