@@ -74,6 +74,22 @@ for phase in "$@"; do
       done
       python3 bench/width_targets.py "$OUT"/cliff-*.json 2>&1 | tail -25
       ;;
+    fwd-spread)
+      # issue 33 (H200, 2026-12-07): ours ran 88-92 % at 8192 / 12288 / 14336 with a min 8-12 % below its median,
+      # torch.compile 97 % with a tight spread. Interleaved rounds, each rotating input set's median apart (set_medians_us):
+      # one slow set (where the tensors lie) or every set (the kernel)?
+      timeout -s INT ${SPREAD_S:-150} python3 -m rmsnorm_dash bench --pass fwd --impl torch-compile,triton --dtype bf16 \
+        --m 16384,65536 --n ${SPREAD_WIDTHS:-7168,8192,12288,14336,16384} --reps 40 --rounds 3 --quiet \
+        --out "$OUT/fwd-spread.json" 2>&1 | tail -4
+      python3 - "$OUT/fwd-spread.json" <<'PY'
+import json, sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    if r["status"] == "ok":
+        print(f"{r['impl']:14} {r['M']:6} {r['N']:6} {r['pct_of_ceiling']:5.1f} %  median {r['median_us']:7.1f}  "
+              f"min {r['min_us']:7.1f}  sets {[round(v, 1) for v in r.get('set_medians_us') or []]}  "
+              f"rounds {[round(v, 1) for v in r.get('round_medians_us') or []]}")
+PY
+      ;;
     check-widths)
       # issue 33: our kernels against fp64 at every width of the scan and 8 random widths (M 1027)
       timeout ${CHECK_S:-300} python3 -u -m rmsnorm_dash check --impl triton --impl triton-persistent --impl triton-workspace \
