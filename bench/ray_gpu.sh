@@ -67,13 +67,13 @@ for phase in "$@"; do
         sleep 1
       done
       python3 -m json.tool "$OUT/health-ray.json" | head -60
-      # the sweep, streamed: one line per case as the actor measures it
-      time curl -sN -X POST "localhost:$PORT/benchmark" -H 'content-type: application/json' -d "$SWEEP" \
+      # the sweep, streamed: one line per case as the actor measures it (RAY_SKIP_SWEEP=1: seen before, skipped)
+      [ -n "${RAY_SKIP_SWEEP:-}" ] || time curl -sN -X POST "localhost:$PORT/benchmark" -H 'content-type: application/json' -d "$SWEEP" \
         | tee "$OUT/stream-ray.ndjson" | cut -c1-200
       kill -INT "$server"; wait "$server"
       tail -5 "$OUT/serve-ray.log"
       # the engine alone in a spawned process vs a Ray actor, profiled: at Ray's nice 15, then as our actor runs
-      for nice in keep undo; do
+      for nice in ${PROBE_NICE:-keep undo}; do
         python3 bench/ray_engine_probe.py --ray "127.0.0.1:$RAY_PORT" --device cuda:0 --rounds 4 \
           $([ $nice = keep ] && echo --keep-nice) --out "$OUT/ray-engine-probe-$nice.json" > "$OUT/ray-engine-probe-$nice.log" 2>&1
         grep -v "^\s*$" "$OUT/ray-engine-probe-$nice.log" | head -40 | cut -c1-220
