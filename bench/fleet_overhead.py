@@ -75,8 +75,10 @@ def one_sweep(url: str, body: dict) -> dict:
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def sweep_parser(description: str, reps: int, rounds: int) -> argparse.ArgumentParser:
+    """The arguments this script and `bench/ray_engine_probe.py` share: where the cluster is, the local device,
+    the sweep, the rounds and the output file."""
+    parser = argparse.ArgumentParser(description=description)
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--ray", help="address of a running Ray cluster (its head)")
     where.add_argument("--start-cluster", action="store_true", help="start a one-node Ray cluster here (one GPU)")
@@ -85,24 +87,47 @@ def main() -> int:
     parser.add_argument("--dtypes", default="float32")
     parser.add_argument("--m", default="64,256")
     parser.add_argument("--n", default="256,1024")
-    parser.add_argument("--reps", type=int, default=10)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--reps", type=int, default=reps)
+    parser.add_argument("--rounds", type=int, default=rounds)
     parser.add_argument("--out", type=Path)
+    return parser
+
+
+def one_node_cluster():
+    """A Ray cluster of this machine alone, with one GPU (a fake one where there is none); its actors import this
+    checkout (PYTHONPATH)."""
+    from ray.cluster_utils import Cluster
+
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 1, "num_gpus": 1, "include_dashboard": False, "object_store_memory": 80 << 20},
+    )
+
+
+def interleaved(sides: dict, rounds: int, describe) -> dict[str, list[dict]]:
+    """A warm-up call of each side (start-up, compile, first allocation: not counted), then ``rounds`` rounds, the
+    order of the two sides alternating so that drift hits both alike. ``sides``: name → ``call(round_index)``
+    (-1 for the warm-up) returning a result dict; ``describe(name, result)`` prints it."""
+    names = list(sides)
+    for name in names:
+        print(f"warm-up {name}: " + describe(name, sides[name](-1)), flush=True)
+    results: dict[str, list[dict]] = {name: [] for name in names}
+    for round_ in range(rounds):
+        for name in names if round_ % 2 == 0 else names[::-1]:
+            results[name].append(sides[name](round_))
+            print(f"round {round_ + 1} {name:5s}: " + describe(name, results[name][-1]), flush=True)
+    return results
+
+
+def main() -> int:
+    parser = sweep_parser(__doc__.splitlines()[0], reps=10, rounds=5)
     args = parser.parse_args()
     if args.rounds < 1 or args.reps < 1:
         parser.error("--rounds and --reps must be at least 1")
 
-    cluster = None
-    address = args.ray
-    if args.start_cluster:
-        from ray.cluster_utils import Cluster
-
-        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-        cluster = Cluster(
-            initialize_head=True,
-            head_node_args={"num_cpus": 1, "num_gpus": 1, "include_dashboard": False, "object_store_memory": 80 << 20},
-        )
-        address = cluster.address
+    cluster = one_node_cluster() if args.start_cluster else None
+    address = cluster.address if cluster is not None else args.ray
     body = sweep_body(args)
     work = Path(tempfile.mkdtemp(prefix="rmsnorm-fleet-overhead-"))
     env = {
@@ -117,21 +142,15 @@ def main() -> int:
     try:
         local.start(timeout=900)
         fleet.start(timeout=900)
-        servers = {"local": local, "ray": fleet}
-        for name, server in servers.items():
-            warm = one_sweep(server.url, body)
-            print(f"warm-up {name}: {warm['cases']} cases, {warm['wall_s']:.2f} s, on {warm['device']}", flush=True)
-        for round_ in range(args.rounds):
-            order = ["local", "ray"] if round_ % 2 == 0 else ["ray", "local"]
-            for name in order:
-                result = one_sweep(servers[name].url, body)
-                results[name].append(result)
-                print(
-                    f"round {round_ + 1} {name:5s}: {result['wall_s'] / result['cases'] * 1e3:8.2f} ms/case wall, "
-                    f"{(result['wall_s'] - result['engine_s']) / result['cases'] * 1e3:7.2f} ms/case outside the "
-                    f"engine ({result['cases']} cases, {result['not_ok']} not ok)",
-                    flush=True,
-                )
+        results = interleaved(
+            {"local": lambda _: one_sweep(local.url, body), "ray": lambda _: one_sweep(fleet.url, body)},
+            args.rounds,
+            lambda name, result: (
+                f"{result['wall_s'] / result['cases'] * 1e3:8.2f} ms/case wall, "
+                f"{(result['wall_s'] - result['engine_s']) / result['cases'] * 1e3:7.2f} ms/case outside the "
+                f"engine ({result['cases']} cases, {result['not_ok']} not ok)"
+            ),
+        )
     finally:
         fleet.stop()
         local.stop()

@@ -8,7 +8,7 @@ same cases through `engine.runner.iter_run` in two places that differ only in wh
 - ``ray``: a Ray actor placed as the fleet places ours (``num_gpus=1, num_cpus=0``, `use_the_node_threads`,
   `undo_worker_niceness` unless ``--keep-nice``).
 
-Rounds alternate between them; the last round of each runs under cProfile, and each side reports what could make
+Rounds alternate between them; the last round runs under cProfile (and is left out of the medians), and each side reports what could make
 host work slower: torch's threads, the CPU set, the nice value, Python's thread count and switch interval, the
 environment variables Ray sets. The per-case engine time is the rows' own (ended_at − started_at).
 
@@ -18,7 +18,6 @@ environment variables Ray sets. The per-case engine time is the rows' own (ended
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import io
 import json
@@ -34,6 +33,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from fleet_overhead import interleaved, one_node_cluster, sweep_body, sweep_parser  # noqa: E402
 
 _BENCH = {}
 
@@ -108,65 +110,31 @@ class ProbeActor:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--ray", help="address of a running Ray cluster")
-    where.add_argument("--start-cluster", action="store_true", help="a one-node cluster here, one (fake) GPU")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--impls", default="triton,triton-persistent,torch-native")
-    parser.add_argument("--dtypes", default="bfloat16")
-    parser.add_argument("--m", default="4096,16384")
-    parser.add_argument("--n", default="1024,4096")
-    parser.add_argument("--reps", type=int, default=50)
-    parser.add_argument("--rounds", type=int, default=4)
+    parser = sweep_parser(__doc__.splitlines()[0], reps=50, rounds=4)
+    parser.set_defaults(impls="triton,triton-persistent,torch-native", dtypes="bfloat16", m="4096,16384", n="1024,4096")
     parser.add_argument("--keep-nice", action="store_true", help="leave the actor at Ray's nice value (15)")
-    parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    sweep = {
-        "implementations": args.impls.split(","),
-        "passes": ["fwd", "bwd"],
-        "dtypes": args.dtypes.split(","),
-        "M": [int(m) for m in args.m.split(",")],
-        "N": [int(n) for n in args.n.split(",")],
-        "repetitions": args.reps,
-        "warmup": 3,
-    }
+    sweep = sweep_body(args)
     import ray
 
-    cluster = None
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    address = args.ray
-    if args.start_cluster:
-        from ray.cluster_utils import Cluster
-
-        cluster = Cluster(
-            initialize_head=True,
-            head_node_args={"num_cpus": 1, "num_gpus": 1, "include_dashboard": False, "object_store_memory": 80 << 20},
-        )
-        address = cluster.address
-    ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+    cluster = one_node_cluster() if args.start_cluster else None
+    ray.init(address=cluster.address if cluster else args.ray, logging_level="ERROR", log_to_driver=False)
     actor = ray.remote(num_gpus=1, num_cpus=0)(ProbeActor).remote(args.keep_nice)
     label = "cuda:0" if args.device.startswith("cuda") else "cpu"
     pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
-    sides = {
-        "plain": lambda profile: pool.submit(measure, label, sweep, profile).result(),
-        "ray": lambda profile: ray.get(actor.measure.remote(label, sweep, profile)),
-    }
-    results: dict = {"plain": [], "ray": []}
+    profiled = lambda round_: round_ == args.rounds - 1  # noqa: E731 -- the last round, not in the medians
     try:
-        for name, side in sides.items():  # warm-up: start, compile, first allocations
-            warm = side(False)
-            print(f"warm-up {name}: {warm['cases']} cases, {warm['wall_s']:.2f} s", flush=True)
-        for round_ in range(args.rounds):
-            order = ["plain", "ray"] if round_ % 2 == 0 else ["ray", "plain"]
-            for name in order:
-                result = sides[name](round_ >= args.rounds - 2)
-                results[name].append(result)
-                print(
-                    f"round {round_ + 1} {name:5s}: {result['engine_s'] / result['cases'] * 1e3:8.2f} ms/case in "
-                    f"the engine ({result['cases']} cases, {result['not_ok']} not ok)",
-                    flush=True,
-                )
+        results = interleaved(
+            {
+                "plain": lambda r: pool.submit(measure, label, sweep, profiled(r)).result(),
+                "ray": lambda r: ray.get(actor.measure.remote(label, sweep, profiled(r))),
+            },
+            args.rounds,
+            lambda name, result: (
+                f"{result['engine_s'] / result['cases'] * 1e3:8.2f} ms/case in the engine "
+                f"({result['cases']} cases, {result['not_ok']} not ok)"
+            ),
+        )
     finally:
         pool.shutdown()
         ray.shutdown()
@@ -174,7 +142,8 @@ def main() -> int:
             cluster.shutdown()
 
     def per_case(name: str) -> float:
-        return statistics.median(r["engine_s"] / r["cases"] for r in results[name]) * 1e3
+        timed = [r for r in results[name] if "profile" not in r] or results[name]
+        return statistics.median(r["engine_s"] / r["cases"] for r in timed) * 1e3
 
     summary = {
         "sweep": sweep,
@@ -188,7 +157,7 @@ def main() -> int:
     }
     summary["overhead_pct"] = 100 * (summary["ray_engine_ms_per_case"] / summary["plain_engine_ms_per_case"] - 1)
     print(
-        f"\nengine time per case (median of {args.rounds}): plain {summary['plain_engine_ms_per_case']:.2f} ms, "
+        f"\nengine time per case (median of the rounds not profiled): plain {summary['plain_engine_ms_per_case']:.2f} ms, "
         f"Ray actor {summary['ray_engine_ms_per_case']:.2f} ms → {summary['overhead_pct']:+.1f} %"
     )
     for name in results:
