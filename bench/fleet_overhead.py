@@ -120,6 +120,13 @@ def interleaved(sides: dict, rounds: int, describe) -> dict[str, list[dict]]:
     return results
 
 
+def write_summary(path: Path | None, summary: dict) -> None:
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(summary, indent=1))
+        print(f"wrote {path}")
+
+
 def main() -> int:
     parser = sweep_parser(__doc__.splitlines()[0], reps=10, rounds=5)
     args = parser.parse_args()
@@ -187,10 +194,7 @@ def main() -> int:
         f"outside the engine (dispatch, stream, store): local {summary['local_outside_engine_ms_per_case']:.2f} "
         f"ms/case, Ray {summary['ray_outside_engine_ms_per_case']:.2f} ms/case"
     )
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(summary, indent=1))
-        print(f"wrote {args.out}")
+    write_summary(args.out, summary)
     return 0
 
 

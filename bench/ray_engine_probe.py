@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import cProfile
 import io
-import json
 import multiprocessing
 import os
 import pstats
@@ -35,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from fleet_overhead import interleaved, one_node_cluster, sweep_body, sweep_parser  # noqa: E402
+from fleet_overhead import interleaved, one_node_cluster, sweep_body, sweep_parser, write_summary  # noqa: E402
 
 _BENCH = {}
 
@@ -165,10 +164,7 @@ def main() -> int:
         print(f"{name}: {facts}\n  env: {summary['host'][name]['env']}")
     for name in results:
         print(f"\n--- {name}: last round's profile (top by own time)\n" + results[name][-1]["profile"][:4000])
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(summary, indent=1))
-        print(f"wrote {args.out}")
+    write_summary(args.out, summary)
     return 0
 
 
