@@ -42,15 +42,20 @@ LAYOUT_STEPS = (1, 1.0625, 1.25, 1.375, 1.4375, 1.5, 1.75, 1.875)
 the last masked (1.4375, 1.875): every `kernel_config.layout_class` twice an octave, so the lookup finds a width of
 the same class within a third of an octave of any N (`kernel_config.CLASS_WINDOW`). 1.0625 is a second segment of a
 sixteenth: 4352 and 8448 borrowed 5120's and 10240's configuration, made for a second segment of a quarter."""
-UNALIGNED_WIDTHS = (1001, 2999, 4999, 7001, 12001, 1002, 3002, 5002, 7002, 12002, 1004, 3004, 5004, 7004, 12004)
+UNALIGNED_WIDTHS = (
+    *(301, 1001, 2999, 4999, 7001, 12001),
+    *(302, 1002, 3002, 5002, 7002, 12002),
+    *(300, 1004, 3004, 5004, 7004, 12004),
+)
 """Rows that are not 16-byte aligned, each alignment its own class (`kernel_config.layout_class`): odd (2-byte
 loads), N ≡ 2 mod 4 (4-byte loads) and N ≡ 4 mod 8 (8-byte loads). The scan's random widths 8298, 8450 and 15678
 borrowed the odd widths' configuration and ran the persistent backward at 42–52 % of the copy ceiling, 0.70–0.76×
-QuACK (H100, 2026-12-07)."""
+QuACK (H100, 2026-12-07). 300–302: short rows had no unaligned width, and the held-out odd 287 borrowed 272's
+forward entry (16 rows a program, 16 warps): 27.5 % of the ceiling, 0.47× torch.compile (H100, 2026-12-07)."""
 TUNE_WIDTHS = tuple(
     sorted({128, 16384, *UNALIGNED_WIDTHS, *(int((1 << a) * step) for a in range(8, 14) for step in LAYOUT_STEPS)})
 )
-"""65 widths: the layout classes of every octave from 256 to 16 K, and the unaligned ones."""
+"""68 widths: the layout classes of every octave from 256 to 16 K, and the unaligned ones."""
 TUNE_M = (4096, 32768)
 """Two row counts, one on each side of the presets' 16384: the lookup takes the nearer one."""
 QUICK_WIDTHS = (256, 1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384)
@@ -301,7 +306,9 @@ def tune(
 
 def carry_over(document: dict, previous: Optional[dict]) -> dict:
     """A tune of some kinds only keeps the other kinds' entries of the table it replaces (``previous``, a table
-    document of the same architecture), each noted under ``carried_over`` with that table's device and date."""
+    document of the same architecture), each noted under ``carried_over`` with the device and date that made them:
+    that table's, or, for entries it had itself carried over, theirs. Its ``kept_entries`` notes go with the kinds
+    they are about; nothing is noted of a kind tuned now."""
     if not previous or previous.get("arch") != document["arch"]:
         return document
     tuned = set(document["grid"]["kinds"])
@@ -314,10 +321,13 @@ def carry_over(document: dict, previous: Optional[dict]) -> dict:
         "git_commit": previous.get("git_commit"),
         "grid_N": len((previous.get("grid") or {}).get("N") or []),
     }
+    earlier = previous.get("carried_over") or {}
+    notes = {k: v for k, v in (previous.get("kept_entries") or {}).items() if k in kept}
     return {
         **document,
         "entries": {**document["entries"], **kept},
-        "carried_over": {**(previous.get("carried_over") or {}), **{k: origin for k in kept}},
+        "carried_over": {k: earlier.get(k, origin) for k in kept},
+        **({"kept_entries": notes} if notes else {}),
     }
 
 

@@ -130,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("tune", help="tune the Triton kernels on this GPU over a grid of widths and write its table")
     p.add_argument(
-        "--widths", type=_int_list, help="row widths to tune (default: 49 from 128 to 16384; see engine.tune)"
+        "--widths", type=_int_list, help="row widths to tune (default: engine.tune.TUNE_WIDTHS, 68 from 128 to 16384)"
     )
     p.add_argument("--m", type=_int_list, help="row counts to tune (default: 4096,32768)")
     p.add_argument(

@@ -96,8 +96,14 @@ def test_a_tune_of_some_kinds_keeps_the_other_kinds_of_the_table_it_replaces():
     assert merged["entries"]["workspace"] == old["entries"]["workspace"]
     assert merged["entries"]["atomic"] == old["entries"]["atomic"]
     assert set(merged["carried_over"]) == {"workspace", "atomic"}
-    assert merged["carried_over"]["atomic"]["created_at"] == old["created_at"]
+    # the date of whoever made the entries: the old table, or the table it had carried them over from
+    made = (old.get("carried_over") or {}).get("atomic", {}).get("created_at", old["created_at"])
+    assert merged["carried_over"]["atomic"]["created_at"] == made
     assert "persistent" not in merged["carried_over"]  # tuned now, even with no entry
+    assert set(merged.get("kept_entries") or {}) <= {"workspace", "atomic"}  # notes of tuned kinds go with them
+    # a table that made its own atomic entries is named as their origin
+    own = {**old, "carried_over": {}, "created_at": "2026-12-01T00:00:00Z"}
+    assert carry_over(new, own)["carried_over"]["atomic"]["created_at"] == "2026-12-01T00:00:00Z"
     table = kernel_config.parse_table(merged, "merged")
     assert table.lookup("atomic", 4096, 4096) is not None
     assert carry_over(new, {**old, "arch": "sm80"}) == new  # another architecture's table lends nothing
