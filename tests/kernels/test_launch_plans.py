@@ -259,7 +259,9 @@ def test_a_forward_without_rstd_writes_it_to_scratch_and_returns_none(fake_gpu, 
     y1, _, rstd1 = triton_forward.rmsnorm_forward(x, w, 1e-6, need_rstd=False)
     y2, _, rstd2 = triton_forward.rmsnorm_forward(x, w, 1e-6, need_rstd=False)
     assert rstd1 is None and rstd2 is None and y1 is not y2
-    rows = _kernel_args(log, "rmsnorm_fwd_rows_kernel")
+    # whichever forward kernel the shipped table picks at this width (both take X, W, Y, RSTD first)
+    rows = [args for name, _, args in log if name.startswith("rmsnorm_fwd_")]
+    assert len(rows) == 3
     assert rows[-1][3] is rows[-2][3] and rows[-1][2] is y2 and rows[-2][2] is y1  # rstd in one kept buffer
     # a caller that needs rstd has its own plans: a fresh rstd every call
     triton_forward.rmsnorm_forward(x, w, 1e-6)
