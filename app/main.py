@@ -24,8 +24,8 @@ from app.edge import BodyLimit, HostAndHeaders, client_errors, security_headers
 from app.settings import Settings, get_settings
 from app.state import Service
 from engine.catalog import prepare_process
-from engine.runner import settle_heap
 from engine.device import package_version
+from engine.runner import settle_heap
 
 log = logging.getLogger("rmsnorm.service")
 

@@ -145,7 +145,6 @@ def main() -> int:
     }
     local = LiveServer(work / "local", devices=args.device, env=env)
     fleet = LiveServer(work / "fleet", env={**env, "RMSNORM_RAY_ADDRESS": address})
-    results: dict[str, list[dict]] = {"local": [], "ray": []}
     try:
         local.start(timeout=900)
         fleet.start(timeout=900)

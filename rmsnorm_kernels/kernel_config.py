@@ -374,8 +374,9 @@ WIDE_CHUNK = 2048
 
 
 def forward_candidates(n: int, m: int = 16384) -> list[ForwardConfig]:
-    """The rule's choice; the rule's whole rows (`rows_rule_forward`) with warps halved and doubled, rows halved and doubled for short rows, the padded layout; and for rows of 2 K and more the chunked
-    kernel with the chunks that pad the row least and the wide ones (`WIDE_CHUNK` up) at up to 16 warps. Rows
+    """The rule's choice; the rule's whole rows (`rows_rule_forward`) with warps halved and doubled, rows halved and
+    doubled for short rows, the padded layout; and for rows of 2 K and more the chunked kernel with the chunks that
+    pad the row least and the wide ones (`WIDE_CHUNK` up) at up to 16 warps. Rows
     `partly_aligned` also get the aligned rule's choice and its neighbours, and rows not aligned the chunked
     kernel's ``split`` (a prototype ran 1.06–1.27× the unsplit chunked kernel at 7 of 8 such widths on an H100)."""
     out = [rule_forward(n, m)]

@@ -100,6 +100,7 @@ def test_a_run_freezes_the_heap_it_starts_with_and_still_frees_a_case_cycle(regi
         )
         next(run)
         assert gc.get_freeze_count() > before
+        assert not any(obj is long_lived for obj in gc.get_objects())  # frozen: out of every generation's scan
         late = Node()
         late.me = late  # made after the header: a cycle the collector must still find
         dead = weakref.ref(late)
