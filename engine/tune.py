@@ -304,16 +304,26 @@ def tune(
     }
 
 
-def carry_over(document: dict, previous: Optional[dict]) -> dict:
+def carry_over(document: dict, previous: Optional[dict], other_widths: bool = False) -> dict:
     """A tune of some kinds only keeps the other kinds' entries of the table it replaces (``previous``, a table
     document of the same architecture), each noted under ``carried_over`` with the device and date that made them:
     that table's, or, for entries it had itself carried over, theirs. Its ``kept_entries`` notes go with the kinds
-    they are about; nothing is noted of a kind tuned now."""
+    they are about; nothing is noted of a kind tuned now. ``other_widths`` (a tune of some widths, ``--widths``):
+    the kinds tuned now also keep the entries at widths this tune did not measure, noted with those widths, so that a
+    tune of a few widths mends the table instead of replacing it."""
     if not previous or previous.get("arch") != document["arch"]:
         return document
     tuned = set(document["grid"]["kinds"])
-    kept = {k: rows for k, rows in (previous.get("entries") or {}).items() if k not in tuned and rows}
-    if not kept:
+    old_entries = previous.get("entries") or {}
+    kept = {k: rows for k, rows in old_entries.items() if k not in tuned and rows}
+    widths = set(document["grid"]["N"])
+    mended = {}
+    if other_widths:
+        for kind in tuned:
+            rows = [e for e in old_entries.get(kind) or [] if e["N"] not in widths]
+            if rows:
+                mended[kind] = rows
+    if not kept and not mended:
         return document
     origin = {
         "device": previous.get("device"),
@@ -323,10 +333,21 @@ def carry_over(document: dict, previous: Optional[dict]) -> dict:
     }
     earlier = previous.get("carried_over") or {}
     notes = {k: v for k, v in (previous.get("kept_entries") or {}).items() if k in kept}
+    for kind in mended:  # a note about entries kept by hand stays with the widths still kept
+        note = (previous.get("kept_entries") or {}).get(kind)
+        still = [n for n in (note or {}).get("widths", []) if n not in widths]
+        if still:
+            notes[kind] = {**note, "widths": still}
+    entries = {**document["entries"], **kept}
+    for kind, rows in mended.items():
+        entries[kind] = sorted(rows + list(entries.get(kind) or []), key=lambda e: (e["N"], e["M"]))
+    carried = {k: earlier.get(k, origin) for k in kept}
+    for kind, rows in mended.items():
+        carried[kind] = {**earlier.get(kind, origin), "widths": sorted({e["N"] for e in rows})}
     return {
         **document,
-        "entries": {**document["entries"], **kept},
-        "carried_over": {k: earlier.get(k, origin) for k in kept},
+        "entries": entries,
+        "carried_over": carried,
         **({"kept_entries": notes} if notes else {}),
     }
 

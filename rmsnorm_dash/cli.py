@@ -130,7 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("tune", help="tune the Triton kernels on this GPU over a grid of widths and write its table")
     p.add_argument(
-        "--widths", type=_int_list, help="row widths to tune (default: engine.tune.TUNE_WIDTHS, 68 from 128 to 16384)"
+        "--widths",
+        type=_int_list,
+        help="row widths to tune (default: engine.tune.TUNE_WIDTHS, 68 from 128 to 16384); the table in force keeps "
+        "its entries at the other widths",
     )
     p.add_argument("--m", type=_int_list, help="row counts to tune (default: 4096,32768)")
     p.add_argument(
@@ -447,15 +450,18 @@ def cmd_tune(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if set(kinds) != set(KINDS):  # the kinds not tuned now keep the entries of the table in force
+    if set(kinds) != set(KINDS) or args.widths:  # what this tune did not measure keeps the table in force's entries
         from engine.tune import carry_over
         from rmsnorm_kernels import kernel_config
 
         source = kernel_config.table_source(document["arch"])
         if source is not None and source.exists():
-            document = carry_over(document, json.loads(source.read_text()))
+            document = carry_over(document, json.loads(source.read_text()), other_widths=bool(args.widths))
             for kind, origin in (document.get("carried_over") or {}).items():
-                print(f"  {kind}: entries carried over from {source} ({origin['device']}, {origin['created_at']})")
+                where = f" at {len(origin['widths'])} widths not tuned now" if "widths" in origin else ""
+                print(
+                    f"  {kind}: entries{where} carried over from {source} ({origin['device']}, {origin['created_at']})"
+                )
     print(f"wrote {write_table(document, args.out)}")
     return 0
 

@@ -109,6 +109,35 @@ def test_a_tune_of_some_kinds_keeps_the_other_kinds_of_the_table_it_replaces():
     assert carry_over(new, {**old, "arch": "sm80"}) == new  # another architecture's table lends nothing
 
 
+def test_a_tune_of_some_widths_mends_the_table_instead_of_replacing_it():
+    from engine.tune import carry_over
+    from rmsnorm_kernels import kernel_config
+
+    old = json.loads(kernel_config.table_path("sm90").read_text())
+    tuned_n = old["entries"]["fwd"][-1]["N"]  # a width the old table has, re-tuned now
+    fresh = {"N": tuned_n, "M": 4096, "config": {"kernel": "rows", "rows": 1, "num_warps": 4}}
+    new = {
+        "schema": 1,
+        "arch": "sm90",
+        "device": "NVIDIA Test",
+        "created_at": "2026-12-08T00:00:00Z",
+        "grid": {"N": [301, tuned_n], "M": [4096], "kinds": ["fwd"]},
+        "entries": {"fwd": [fresh, {"N": 301, "M": 4096, "config": {"kernel": "rows", "rows": 4, "num_warps": 4}}]},
+    }
+    merged = carry_over(new, old, other_widths=True)
+    rows = merged["entries"]["fwd"]
+    assert [e for e in rows if e["N"] == tuned_n] == [fresh]  # what was tuned now replaces the old entry
+    others = [e for e in old["entries"]["fwd"] if e["N"] not in (301, tuned_n)]
+    assert [e for e in rows if e["N"] not in (301, tuned_n)] == others  # every other width's entry kept, in order
+    assert [(e["N"], e["M"]) for e in rows] == sorted((e["N"], e["M"]) for e in rows)
+    assert merged["carried_over"]["fwd"]["widths"] == sorted({e["N"] for e in others})
+    assert merged["entries"]["persistent"] == old["entries"]["persistent"]  # kinds not tuned, as before
+    table = kernel_config.parse_table(merged, "mended")
+    assert table.lookup("fwd", 4096, 4096) is not None
+    # a whole-grid tune (no --widths) keeps nothing of the kinds it tuned
+    assert carry_over(new, old)["entries"]["fwd"] == new["entries"]["fwd"]
+
+
 def test_the_rule_keeps_its_place_unless_beaten_by_more_than_the_margin():
     from engine.tune import RULE_MARGIN, winner
 
