@@ -5,9 +5,9 @@
 # The wheels: on the CPU machine `WITH_RAY=1 bash bench/fetch_wheels.sh` (the ray wheel is
 # ~79 MB, so it comes in two halves over two calls; the machine keeps /var/tmp between calls while it is warm):
 #
-#   bash bench/ray_gpu.sh stash-a               # call 1, carry: .whlr/deps .whlr/ray.part.aa .whlr/ray.name
-#   bash bench/ray_gpu.sh stash-b install run   # call 2 at once, carry: .whl .whlr/ray.part.ab
-# (the tree is ~12 MB: call 1 carries ~60 MB, call 2 ~55 MB, each under the 64 MiB limit)
+#   bash bench/ray_gpu.sh stash-a               # call 1, carry: .whlr/ray.part.aa .whlr/ray.name .git-commit
+#   bash bench/ray_gpu.sh stash-b install run   # call 2 at once, carry: .whl .whlr/deps .whlr/ray.part.ab .git-commit
+# (the tree is ~19 MB: call 1 carries ~63 MB, call 2 ~65 MB, each under the 64 MiB limit)
 #
 # A machine that already has ray (python3 -c 'import ray') needs neither: `bash bench/ray_gpu.sh run`.
 set -uo pipefail
@@ -31,10 +31,10 @@ for phase in "$@"; do
   echo "=== phase $phase ($(date -u +%H:%M:%S))"
   case "$phase" in
     stash-a)
-      cp .whlr/ray.part.aa .whlr/ray.name "$KEEP/ray/" && cp -r .whlr/deps "$KEEP/ray/" && ls -la "$KEEP/ray"
+      cp .whlr/ray.part.aa .whlr/ray.name "$KEEP/ray/" && ls -la "$KEEP/ray"
       ;;
     stash-b)
-      cp .whlr/ray.part.ab "$KEEP/ray/" && ls -la "$KEEP/ray"
+      cp .whlr/ray.part.ab "$KEEP/ray/" && cp -r .whlr/deps "$KEEP/ray/" && ls -la "$KEEP/ray"
       python3 -c 'import fastapi' 2>/dev/null || bash bench/gpu_session.sh install   # the web stack, from .whl
       ;;
     install)
