@@ -21,7 +21,7 @@ from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddle
 
 from app import import_process
 from app.edge import BodyLimit, HostAndHeaders, client_errors, security_headers
-from app.settings import Settings, get_settings
+from app.settings import PLOTLY_JS, Settings, get_settings
 from app.state import Service
 from engine.catalog import prepare_process
 from engine.device import package_version
@@ -39,7 +39,6 @@ sent by a page of another origin is 403 and a write body not sent as `applicatio
 1 MiB, imports 16 MiB. A stream silent for 4 s gets a `heartbeat` line."""
 
 
-PLOTLY_JS = "plotly-basic.min.js"  # static/vendor/: plotly.js's partial bundle of the traces the page draws
 # Compressed on the fly (GZipMiddleware), except the NDJSON stream: its rows go out as they are measured, byte for byte.
 GZIP_EXCLUDED = (*DEFAULT_EXCLUDED_CONTENT_TYPES, "application/x-ndjson")
 

@@ -42,6 +42,7 @@ from engine.device import PACKAGE_ROOT as PROJECT_ROOT  # the one home of the re
 
 DEFAULT_MAX_QUEUE = 8
 MIB = 1 << 20
+PLOTLY_JS = "plotly-basic.min.js"  # static/vendor/: plotly.js's partial bundle of the traces the page draws
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "ip6-localhost")
 
 

@@ -17,7 +17,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from app.first_look import first_look_runs
-from app.settings import Settings, get_settings
+from app.settings import PLOTLY_JS, Settings, get_settings
 from app.state import Service, get_service
 from engine.device import package_version
 
@@ -50,8 +50,6 @@ def plotly_style_ids(static_dir: Path) -> tuple[str, ...]:
     """The ids plotly.js looks for before it injects a ``<style>`` with text (maplibre's CSS, for maps this page never
     draws): an element of that id in the page makes it skip the injection, which the CSP would refuse (a console
     error). Read from the plotly.js bundle this server serves, so a new plotly version brings its own id."""
-    from app.main import PLOTLY_JS
-
     path = static_dir / "vendor" / PLOTLY_JS
     if not path.is_file():
         return ()
@@ -81,6 +79,7 @@ def index(
         {
             "version": package_version(),
             "modules": page_modules(settings.static_dir),
+            "plotly_js": PLOTLY_JS,
             "plotly_style_ids": plotly_style_ids(Path(settings.static_dir)),
             "first_look": _first_look_ids(service),
         },

@@ -277,7 +277,7 @@ def test_plotly_is_served_locally_compressed(client):
     """Issue 35: the vendored partial bundle (scatter + bar), gzip-compressed for a client that accepts it, plain for
     one that does not; the page's template names that file."""
 
-    from app.main import PLOTLY_JS
+    from app.settings import PLOTLY_JS
 
     raw = client.get(f"/static/vendor/{PLOTLY_JS}", headers={"Accept-Encoding": "identity"})
     assert raw.status_code == 200 and "javascript" in raw.headers["content-type"]
