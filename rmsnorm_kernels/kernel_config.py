@@ -28,7 +28,8 @@ A kernel's choices (tile rows, warps, programs per SM, pipeline stages, which fo
    * rows that do not start 16-byte aligned (N % 8 ≠ 0 for 2-byte elements) are loaded one element at a time,
      each with its own 64-bit address: half the backward tile, and warps enough for the addresses' registers (odd
      rows from `ODD_ONE_STAGE_FROM`: one pipeline stage, their 2-byte loads are not `cp.async`); twice the forward's
-     warps (its chunked kernel: ``split``, 8 warps).
+     warps (its chunked kernel: ``split``, 8 warps). The persistent backward splits odd rows from `SPLIT_FROM`
+     (`split_rule_backward`): a head and tail element by element, the body in whole vectors.
 
 The tables hold, for each (kind, N, M) the tuner measured, the winning configuration and both its and the
 rule's bandwidth (how much the table is worth over the rule, per width). Kinds: ``fwd``, ``persistent``,
@@ -59,6 +60,13 @@ ODD_ONE_STAGE_FROM = 8192
 only cost shared memory (H100, 2026-12-07: 14155 on the rule's three stages ran at 23 % of the copy ceiling, 15651 /
 15678 on one 1.12-1.18x faster than on a borrowed three; H200 probe: at 14155 and 15253 the best candidates had one
 stage, 45-46 % against 38 % for three)."""
+SPLIT_FROM = 3072
+"""Odd rows padded to this width and more (`padded_width`: 2999 pads to 3072) get the persistent backward's ``split`` rule (`split_rule_backward`): on the
+H100 (tune of 2026-12-07 15:11, `results/checks/tune-h100-2026-12-07c.log`) the split won at every odd tuned width from
+2999, 1.6-2.3x the unsplit rule (2999: 74 % of the copy ceiling against 41 %; 12001: 57 % against 32 %); at 1001 four
+rows a tile won. H200 probe at 14155 / 15253: split, 16 warps, one stage 45-46 %, three stages 38 %: one stage from
+`SPLIT_ONE_STAGE_FROM`."""
+SPLIT_ONE_STAGE_FROM = 14336
 CHUNKED_FROM = 4096
 """The forward's rule takes the chunked kernel from this width on (H200, 2026-12-07, `bench/probe_band.py`: chunks of
 2048 / 4096 ran 93-98 % of the copy ceiling from 4096 to 16384 where whole rows in registers ran 80-93 %)."""
@@ -190,6 +198,8 @@ def row_layout(config, n: int, strides=(), element_size: int = 2) -> Segments:
 def rule_backward(kind: str, n: int, m: int = 16384, vector: bool | None = None) -> BackwardConfig:
     """The backward's configuration by the rule (module text); ``vector``: as if rows were (not) 16-byte aligned."""
     p = padded_width(n)
+    if kind == "persistent" and n % 2 and p >= SPLIT_FROM and vector is None:
+        return split_rule_backward(p)
     vector = aligned(n) if vector is None else vector
     rows = max(1, floor_power_of_two((BACKWARD_TILE_ELEMENTS // (1 if vector else 2) - 1) / p))
     tile = rows * p
@@ -212,6 +222,19 @@ def rule_backward(kind: str, n: int, m: int = 16384, vector: bool | None = None)
         stages=1 if wide or (n % 2 and p >= ODD_ONE_STAGE_FROM) else 3,
         reload_weight=reload or wide,
         rows_per_program=workspace_rows_rule(rows, p) if kind == "workspace" else 0,
+    )
+
+
+def split_rule_backward(p: int) -> BackwardConfig:
+    """The persistent backward's rule for odd rows from `SPLIT_FROM`: one row a tile, ``split`` (its body loads whole
+    vectors), warps as for an aligned row of the padded width P, γ held, one pipeline stage from
+    `SPLIT_ONE_STAGE_FROM`."""
+    return BackwardConfig(
+        rows=1,
+        num_warps=min(16, max(4, nearest_power_of_two(p / 1024))),
+        programs_per_sm=2 if p <= 4096 else 1,
+        stages=1 if p >= SPLIT_ONE_STAGE_FROM else 3,
+        split=True,
     )
 
 
@@ -258,7 +281,8 @@ def register_slack(config: "BackwardConfig", n: int, kind: str = "persistent") -
     # a padded block keeps the budget of the row's own segments, which the model was calibrated with
     budget = register_budget(n, config.num_warps * config.programs_per_sm, None if config.padded else layout)
     reload = config.reload_weight and kind == "persistent"
-    return budget - live_values(config.rows * layout.padded, config.num_warps, reload, aligned(n))
+    vector = aligned(n) or (config.split and config.rows == 1)  # a split row's body loads whole vectors
+    return budget - live_values(config.rows * layout.padded, config.num_warps, reload, vector)
 
 
 def workspace_rows_rule(rows: int, p: int) -> int:
@@ -310,8 +334,9 @@ def backward_candidates(kind: str, n: int, m: int = 16384) -> list[BackwardConfi
     and tensor), k = 1 or 2 for small tiles, γ reloaded or kept for wide rows, the padded layout where the
     segments pad less; the workspace also tries half and double its run of rows. Rows `partly_aligned` also get
     the aligned rule's choice and its neighbours; rows not aligned, for the persistent kernel, ``split`` and one
-    stage."""
-    out = _backward_around(kind, rule_backward(kind, n, m), n)
+    stage (odd ones from `SPLIT_FROM`: the rule itself is split)."""
+    # around the unsplit rule (the split one's neighbours with more rows a tile would not split: the same kernel)
+    out = _backward_around(kind, rule_backward(kind, n, m, vector=aligned(n)), n)
     if partly_aligned(n):
         out += _backward_around(kind, rule_backward(kind, n, m, vector=True), n)
     out = list(dict.fromkeys(out + wide_tail_variants(out, n)))
@@ -321,7 +346,7 @@ def backward_candidates(kind: str, n: int, m: int = 16384) -> list[BackwardConfi
         # or (2 bytes) not at all (H100, 2026-12-07: 15651 and 15678 ran 1.12-1.18x faster at the rule's one stage
         # than at a borrowed three; 14155 at three fell to 23 % of the copy ceiling)
         out += [replace(c, stages=1) for c in out if c.stages > 1]
-    return out
+    return list(dict.fromkeys([rule_backward(kind, n, m), *out]))
 
 
 def _backward_around(kind: str, base: BackwardConfig, n: int) -> list[BackwardConfig]:

@@ -53,7 +53,9 @@ def test_rule_keeps_the_backward_tile_under_16k_elements_and_the_registers_fit()
         p = kc.row_segments(n).padded
         assert c.rows == 1 or c.rows * p < kc.BACKWARD_TILE_ELEMENTS, n
         if p < 32768:
-            assert kc.register_slack(c, n) >= 0 or c.reload_weight, (n, c)
+            # split odd rows hold γ whatever the model says: it is not calibrated for them (H200 probe, 15253:
+            # split over 16 warps, one stage, γ held ran 44.7 % of the copy ceiling, γ reloaded 34.9 %)
+            assert kc.register_slack(c, n) >= 0 or c.reload_weight or c.split, (n, c)
     assert kc.rule_backward("persistent", 5376).rows == 2  # not the one row that left the H100 at 61 %
 
 
@@ -362,12 +364,17 @@ def test_a_card_with_a_table_of_its_own_gets_it_and_the_others_their_architectur
 def test_the_rule_pipelines_no_wide_odd_row():
     """Odd rows load 2 bytes at a time, which `cp.async` cannot move: from `ODD_ONE_STAGE_FROM` on the rule gives
     them one stage (the H100 ran 14155 on its three at 23 % of the copy ceiling); aligned and even rows keep three
-    below 16 K, every row one from 16 K."""
-    for n in random_widths(40):
-        stages = kc.rule_backward("persistent", n).stages
-        p = kc.padded_width(n)
-        if p >= 16384 or (n % 2 and p >= kc.ODD_ONE_STAGE_FROM):
-            assert stages == 1, n
-        else:
-            assert stages == 3, n
+    below 16 K, every row one from 16 K. The persistent kernel splits odd rows from `SPLIT_FROM` (a vector body):
+    one stage from `SPLIT_ONE_STAGE_FROM`."""
+    for kind in ("persistent", "workspace"):
+        for n in random_widths(40):
+            config = kc.rule_backward(kind, n)
+            p = kc.padded_width(n)
+            split = kind == "persistent" and n % 2 == 1 and p >= kc.SPLIT_FROM
+            assert config.split == split, (kind, n)
+            if split:
+                one = p >= kc.SPLIT_ONE_STAGE_FROM
+            else:
+                one = p >= 16384 or (n % 2 == 1 and p >= kc.ODD_ONE_STAGE_FROM)
+            assert config.stages == (1 if one else 3), (kind, n)
     assert kc.rule_backward("persistent", 14155).stages == 1 and kc.rule_backward("persistent", 14154).stages == 3
