@@ -460,6 +460,10 @@ class ConfigTable:
             self._found[key] = self._search(kind, n, m)
         return self._found[key]
 
+    def measured_width(self, kind: str, n: int) -> bool:
+        """Did the tuner measure ``kind`` at width ``n`` (at some row count)?"""
+        return any(row[0] == n for row in self.entries.get(kind) or ())
+
     def _search(self, kind: str, n: int, m: int):
         """The configuration of the measured (N, M) nearest (n, m): the nearest width on a log scale of the same
         `layout_class` within `CLASS_WINDOW` octaves, else the nearest of the same alignment within
@@ -575,6 +579,8 @@ def config_for(kind: str, n: int, m: int, arch: str = DEFAULT_ARCH):
     """The configuration a kernel of ``kind`` launches with for an [m, n] problem on ``arch``."""
     table = table_for(arch)
     found = table.lookup(kind, n, m) if table is not None else None
+    if found is not None and table.measured_width(kind, n):
+        return found  # what the tuner measured at this very width runs as measured
     return fitted(kind, found if found is not None else rule(kind, n, m), n)
 
 
@@ -585,7 +591,8 @@ PIPELINED_KINDS = ("persistent", "workspace")
 def fitted(kind: str, config, n: int):
     """``config`` as it should run at width ``n``: ``wide_tail`` where its last segment would hold under two elements
     per thread (`TAIL_ELEMENTS_PER_THREAD`) and widening it costs no spill. The tuner measures configurations as
-    given; none of the tuned widths' own configurations has such a tail, so this is for borrowed ones.
+    given (the twins among them), so this is for borrowed ones and the rule's: `config_for` runs a tuned width's own
+    winner as measured.
 
     * The pipelined backwards (stages ≥ 2): cp.async moves 4 bytes at least, so a tail of one bf16 per thread was
       loaded synchronously inside the pipelined loop, every tile (PTX for sm_90 at 8448 = 8192 + 256 over 8 warps:

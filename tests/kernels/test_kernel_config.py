@@ -206,7 +206,7 @@ def test_the_shipped_tables_read_and_cover_every_kind(path):
     for kind, rows in t.entries.items():
         for n, m, winner in rows:  # at a measured point the measured winner stands (the guards never overrule it)
             assert t.lookup(kind, n, m) == winner, (kind, n, m)
-            assert kc.fitted(kind, winner, n) == winner, (kind, n, m)
+            assert kc.config_for(kind, n, m, path.stem) == winner, (kind, n, m)  # and runs as measured
         for n in random_widths(4):  # elsewhere: a measured neighbour, else the rule, fitted to the width
             found = t.lookup(kind, n, 4096)
             found = found if found is not None else kc.rule(kind, n, 4096)
