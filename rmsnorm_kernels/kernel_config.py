@@ -61,12 +61,14 @@ only cost shared memory (H100, 2026-12-07: 14155 on the rule's three stages ran 
 15678 on one 1.12-1.18x faster than on a borrowed three; H200 probe: at 14155 and 15253 the best candidates had one
 stage, 45-46 % against 38 % for three)."""
 SPLIT_FROM = 3072
-"""Odd rows padded to this width and more (`padded_width`: 2999 pads to 3072) get the persistent backward's ``split`` rule (`split_rule_backward`): on the
-H100 (tune of 2026-12-07 15:11, `results/checks/tune-h100-2026-12-07c.log`) the split won at every odd tuned width from
-2999, 1.6-2.3x the unsplit rule (2999: 74 % of the copy ceiling against 41 %; 12001: 57 % against 32 %); at 1001 four
-rows a tile won. H200 probe at 14155 / 15253: split, 16 warps, one stage 45-46 %, three stages 38 %: one stage from
-`SPLIT_ONE_STAGE_FROM`."""
+"""Odd rows padded to this width and more (`padded_width`: 2999 pads to 3072) get the persistent backward's ``split``
+rule (`split_rule_backward`): on the H100 (tune of 2026-12-07 15:11, `results/checks/tune-h100-2026-12-07c.log`) the
+split won at every odd tuned width from 2999, 1.6-2.3x the unsplit rule (2999: 74 % of the copy ceiling against 41 %;
+12001: 57 % against 32 %); at 1001 four rows a tile won. At 13 odd widths it was not tuned at, 1.04-1.66x the unsplit
+configurations (`results/nvidia-h100-2026-12-08-odd-split-{before,after}-bwd-bf16.json`)."""
 SPLIT_ONE_STAGE_FROM = 14336
+"""Split rows padded to this width and more take one pipeline stage (H200 probe at 14155 / 15253: split over 16 warps,
+one stage 45-46 % of the copy ceiling, three stages 38 %)."""
 CHUNKED_FROM = 4096
 """The forward's rule takes the chunked kernel from this width on (H200, 2026-12-07, `bench/probe_band.py`: chunks of
 2048 / 4096 ran 93-98 % of the copy ceiling from 4096 to 16384 where whole rows in registers ran 80-93 %)."""
