@@ -313,17 +313,17 @@ def carry_over(document: dict, previous: Optional[dict], other_widths: bool = Fa
     tune of a few widths mends the table instead of replacing it."""
     if not previous or previous.get("arch") != document["arch"]:
         return document
-    tuned = set(document["grid"]["kinds"])
-    old_entries = previous.get("entries") or {}
-    kept = {k: rows for k, rows in old_entries.items() if k not in tuned and rows}
-    widths = set(document["grid"]["N"])
-    mended = {}
-    if other_widths:
-        for kind in tuned:
-            rows = [e for e in old_entries.get(kind) or [] if e["N"] not in widths]
-            if rows:
-                mended[kind] = rows
-    if not kept and not mended:
+    tuned, widths = set(document["grid"]["kinds"]), set(document["grid"]["N"])
+
+    def measured(kind: str, n: int) -> bool:  # by this tune: its entry replaces the old one
+        return kind in tuned and (not other_widths or n in widths)
+
+    kept = {}
+    for kind, rows in (previous.get("entries") or {}).items():
+        rows = [e for e in rows or [] if not measured(kind, e["N"])]
+        if rows:
+            kept[kind] = rows
+    if not kept:
         return document
     origin = {
         "device": previous.get("device"),
@@ -332,18 +332,20 @@ def carry_over(document: dict, previous: Optional[dict], other_widths: bool = Fa
         "grid_N": len((previous.get("grid") or {}).get("N") or []),
     }
     earlier = previous.get("carried_over") or {}
-    notes = {k: v for k, v in (previous.get("kept_entries") or {}).items() if k in kept}
-    for kind in mended:  # a note about entries kept by hand stays with the widths still kept
-        note = (previous.get("kept_entries") or {}).get(kind)
-        still = [n for n in (note or {}).get("widths", []) if n not in widths]
-        if still:
-            notes[kind] = {**note, "widths": still}
-    entries = {**document["entries"], **kept}
-    for kind, rows in mended.items():
+    old_notes = previous.get("kept_entries") or {}
+    entries, carried, notes = dict(document["entries"]), {}, {}
+    for kind, rows in kept.items():
+        if kind not in tuned:
+            entries[kind], carried[kind] = rows, earlier.get(kind, origin)
+            if kind in old_notes:
+                notes[kind] = old_notes[kind]
+            continue
+        # a kind tuned at some widths: its other widths' entries, and a note about entries kept by hand there
         entries[kind] = sorted(rows + list(entries.get(kind) or []), key=lambda e: (e["N"], e["M"]))
-    carried = {k: earlier.get(k, origin) for k in kept}
-    for kind, rows in mended.items():
         carried[kind] = {**earlier.get(kind, origin), "widths": sorted({e["N"] for e in rows})}
+        still = [n for n in (old_notes.get(kind) or {}).get("widths", []) if n not in widths]
+        if still:
+            notes[kind] = {**old_notes[kind], "widths": still}
     return {
         **document,
         "entries": entries,
