@@ -198,7 +198,8 @@ def row_layout(config, n: int, strides=(), element_size: int = 2) -> Segments:
 
 
 def rule_backward(kind: str, n: int, m: int = 16384, vector: bool | None = None) -> BackwardConfig:
-    """The backward's configuration by the rule (module text); ``vector``: as if rows were (not) 16-byte aligned."""
+    """The backward's configuration by the rule (module text); ``vector``: the unsplit rule as if rows were (not)
+    16-byte aligned (the tuner's candidates are built around it)."""
     p = padded_width(n)
     if kind == "persistent" and n % 2 and p >= SPLIT_FROM and vector is None:
         return split_rule_backward(p)
@@ -463,8 +464,12 @@ class ConfigTable:
         return self._found[key]
 
     def measured_width(self, kind: str, n: int) -> bool:
-        """Did the tuner measure ``kind`` at width ``n`` (at some row count)?"""
-        return any(row[0] == n for row in self.entries.get(kind) or ())
+        """Did the tuner measure ``kind`` at width ``n`` (at some row count)? Asked at every launch."""
+        return n in self._widths.get(kind, ())
+
+    @functools.cached_property
+    def _widths(self) -> dict:
+        return {kind: frozenset(row[0] for row in rows) for kind, rows in self.entries.items()}
 
     def _search(self, kind: str, n: int, m: int):
         """The configuration of the measured (N, M) nearest (n, m): the nearest width on a log scale of the same
